@@ -1,0 +1,5 @@
+"""`python -m cgtool`."""
+
+from cgtool.cli import main
+
+main()

@@ -1,0 +1,50 @@
+"""Finding: one problem with capture, attributed to a line of the user's code."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+SEVERITIES = ("error", "warning", "info")
+
+# The fixed category vocabulary (JSON field `category`). New ones may be added; these keep their names.
+CATEGORIES = (
+    "sync",
+    "uncaptured-work",
+    "default-stream",
+    "unjoined-stream",
+    "dynamic-shape",
+    "control-flow",
+    "rng",
+    "host-input",
+    "replay-mismatch",
+    "warmup",
+    "capture-error",
+    "empty-graph",
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str  # stable id, e.g. "CG101"
+    category: str
+    severity: str
+    message: str
+    file: str | None = None
+    line: int | None = None
+    source: str | None = None  # the text of that line
+    hint: str | None = None  # the concrete fix
+    function: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Finding:
+        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+
+    @property
+    def location(self) -> str:
+        if self.file is None:
+            return "<script>"
+        return f"{self.file}:{self.line}" if self.line else self.file

@@ -1,0 +1,120 @@
+"""Kernel names: demangle Itanium symbols (libstdc++'s __cxa_demangle) and shorten them for people."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import re
+
+_demangler = None
+
+
+def _load_demangler():  # -> callable or False
+    global _demangler
+    if _demangler is None:
+        try:
+            lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
+            fn = lib.__cxa_demangle
+            fn.restype = ctypes.c_void_p
+            fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+            free = ctypes.CDLL(None).free
+            free.argtypes = [ctypes.c_void_p]
+            _demangler = (fn, free)
+        except (OSError, AttributeError):
+            _demangler = False
+    return _demangler
+
+
+@functools.lru_cache(maxsize=4096)
+def demangle(symbol: str) -> str:
+    """The demangled form of an Itanium-mangled symbol; other names come back unchanged."""
+    if not symbol.startswith("_Z"):
+        return symbol
+    lib = _load_demangler()
+    if not lib:
+        return symbol
+    fn, free = lib
+    status = ctypes.c_int(0)
+    ptr = fn(symbol.encode(), None, None, ctypes.byref(status))
+    if status.value or not ptr:
+        return symbol
+    try:
+        return ctypes.string_at(ptr).decode(errors="replace")
+    finally:
+        free(ptr)
+
+
+def _split_top(text: str, open_: str, close: str) -> tuple[str, str | None]:
+    """Split `name<args>` at its first top-level `open_`; return (head, inside) or (text, None)."""
+    depth = 0
+    start = -1
+    for i, ch in enumerate(text):
+        if ch == open_:
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == close:
+            depth -= 1
+            if depth == 0 and start >= 0:
+                return text[:start], text[start + 1 : i]
+    return text, None
+
+
+def _top_level_args(inside: str) -> list[str]:
+    args, depth, cur = [], 0, []
+    for ch in inside:
+        if ch in "<([":
+            depth += 1
+        elif ch in ">)]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            args.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+    if cur:
+        args.append("".join(cur).strip())
+    return args
+
+
+def _basename(qualified: str) -> str:
+    head, _ = _split_top(qualified, "<", ">")
+    return head.rsplit("::", 1)[-1].strip()
+
+
+_NOISE = re.compile(r"^(?:-?\d+[a-zA-Z]*|true|false|\(.*\)\d*|bool|char|short|int|long|unsigned.*|float|double|c10::.*)$")
+
+
+@functools.lru_cache(maxsize=4096)
+def short_name(symbol: str, limit: int = 60) -> str:
+    """A readable name: `vectorized_elementwise_kernel<FillFunctor>` for long ATen symbols."""
+    text = demangle(symbol)
+    # Drop a leading return type ("void ") and the parameter list of a demangled function.
+    if text.startswith("void "):
+        text = text[5:]
+    name_part = text
+    depth = 0
+    for i, ch in enumerate(text):
+        if ch == "<":
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            name_part = text[:i]
+            break
+    head, inside = _split_top(name_part, "<", ">")
+    base = head.rsplit("::", 1)[-1].strip() or head.strip()
+    detail = ""
+    if inside:
+        for arg in _top_level_args(inside):
+            if _NOISE.match(arg) or not arg:
+                continue
+            cand = _basename(arg)
+            if cand and not cand[0].isdigit() and cand != base:
+                detail = cand
+                break
+    out = f"{base}<{detail}>" if detail else base
+    if len(out) > limit:
+        out = out[: limit - 1] + "…"
+    return out

@@ -1,0 +1,1 @@
+"""Renderers: each formats plain data (a report, findings, a graph summary); none computes."""
