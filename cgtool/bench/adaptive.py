@@ -1,0 +1,192 @@
+"""The stopping rule: measure modes in alternating rounds until the median CIs are tight, or time or iterations run out.
+
+Independent of CUDA: the GPU loop passes a `measure_round(mode)` callback; tests pass synthetic ones and a fake clock.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from cgtool.bench.stats import Stats, median_rel_ci
+
+CONVERGED = "converged"  # every mode's (and clock's) median CI within ±target
+BUDGET = "budget"  # the time budget ran out (or the next round would overrun it)
+ITERATIONS = "iterations"  # a mode reached max_iterations (the cap, or --iters)
+STOPPED_BY = (CONVERGED, BUDGET, ITERATIONS)
+DEFAULT_CLOCK = "time"  # the clock name given to samples returned as a plain list
+
+# Re-check convergence only once the sample count grew by this fraction: the check is O(n), rounds may be many.
+_RECHECK_GROWTH = 0.05
+
+
+@dataclass(frozen=True)
+class Block:
+    """One timed block: per-iteration samples per clock, and how many iterations the block ran.
+
+    A sample may stand for several iterations (a block's average per iteration, as bench.timing measures
+    it), so `iterations` is counted apart; None means one iteration per sample of the longest clock.
+    """
+
+    samples: Mapping[str, Sequence[float]]
+    iterations: int | None = None
+
+
+# What measure_round returns: a Block, {clock: samples} (e.g. {"gpu": [...], "wall": [...]}), or one clock's list.
+RoundSamples = Union[Block, Mapping[str, Sequence[float]], Sequence[float]]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where measuring stands after a round; given to on_progress (and sent across the worker pipe via to_json)."""
+
+    rounds: int
+    elapsed_s: float
+    budget_s: float
+    iterations: int  # the fewest iterations among modes
+    max_iterations: int
+    worst_rel_ci: float  # the widest relative median CI among modes and clocks (inf before one exists)
+    target_rel_ci: float | None
+
+    @property
+    def fraction(self) -> float:
+        """Estimated fraction done, 0..1: the furthest of time, iteration cap and CI (which shrinks as 1/sqrt(n))."""
+        parts = [self.elapsed_s / self.budget_s if self.budget_s > 0 else 1.0, self.iterations / max(1, self.max_iterations)]
+        if self.target_rel_ci and math.isfinite(self.worst_rel_ci) and self.worst_rel_ci > 0:
+            parts.append((self.target_rel_ci / self.worst_rel_ci) ** 2)
+        return min(1.0, max(parts))
+
+    def to_json(self) -> dict[str, Any]:
+        worst = self.worst_rel_ci if math.isfinite(self.worst_rel_ci) else None
+        return {**self.__dict__, "worst_rel_ci": worst}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Progress:
+        worst = d.get("worst_rel_ci")
+        return cls(**{**d, "worst_rel_ci": math.inf if worst is None else float(worst)})
+
+
+@dataclass(frozen=True)
+class AdaptiveResult:
+    """All samples per mode and clock in measuring order, iterations per mode, and why measuring stopped."""
+
+    samples: dict[str, dict[str, list[float]]]  # mode -> clock -> samples
+    iterations: dict[str, int]  # mode -> iterations timed
+    rounds: int
+    elapsed_s: float
+    stopped_by: str  # one of STOPPED_BY
+    target_rel_ci: float | None
+    confidence: float
+    order: list[str] = field(default_factory=list)  # the mode of each block in measuring order (ABBA...)
+
+    def stats(self, mode: str, clock: str) -> Stats:
+        return Stats.of(self.samples[mode][clock], self.confidence)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> AdaptiveResult:
+        samples = {m: {c: [float(x) for x in xs] for c, xs in clocks.items()} for m, clocks in d["samples"].items()}
+        return cls(**{**d, "samples": samples, "iterations": {m: int(n) for m, n in d["iterations"].items()}})
+
+
+def round_order(round_index: int, modes: Sequence[str]) -> list[str]:
+    """Modes in the order round `round_index` measures them: forward on even rounds, reversed on odd (AB BA AB ...)."""
+    return list(modes) if round_index % 2 == 0 else list(reversed(modes))
+
+
+class _SortedSeries:
+    """Samples of one mode and clock, sorted lazily: Timsort merges the sorted prefix and a new block in ~O(n)."""
+
+    def __init__(self) -> None:
+        self.sorted: list[float] = []
+        self.pending: list[float] = []
+
+    def __len__(self) -> int:
+        return len(self.sorted) + len(self.pending)
+
+    def rel_ci(self, confidence: float) -> float:
+        if self.pending:
+            self.sorted.extend(self.pending)
+            self.sorted.sort()
+            self.pending = []
+        return median_rel_ci(self.sorted, confidence) if self.sorted else math.inf
+
+
+def _as_block(result: RoundSamples) -> Block:
+    if isinstance(result, Block):
+        return result
+    return Block(result if isinstance(result, Mapping) else {DEFAULT_CLOCK: result})
+
+
+def run_rounds(
+    measure_round: Callable[[str], RoundSamples],
+    modes: Sequence[str] = ("eager", "replay"),
+    target_rel_ci: float | None = 0.01,
+    budget_s: float = 10.0,
+    min_rounds: int = 4,
+    max_iterations: int = 1_000_000,
+    confidence: float = 0.95,
+    clock: Callable[[], float] = time.perf_counter,
+    on_progress: Callable[[Progress], None] | None = None,
+) -> AdaptiveResult:
+    """Measure `modes` alternately, one block each per round, until a stopping condition holds after a round.
+
+    measure_round(mode) times one block in that mode and returns its per-iteration samples (a Block,
+    {clock: [...]}, or a plain list). Stops with CONVERGED once min_rounds are done and every mode's and
+    clock's median CI is within ±target_rel_ci (None: never; use it with max_iterations for --iters);
+    else ITERATIONS once a mode has max_iterations; else BUDGET once budget_s has elapsed or the next
+    round, guessed as long as the last, would overrun it. At least one round always runs. Rounds reverse
+    the order each time (AB BA AB BA) so drift, clocks and warm caches favour neither mode.
+    """
+    if not modes:
+        raise ValueError("run_rounds needs at least one mode")
+    samples: dict[str, dict[str, list[float]]] = {m: {} for m in modes}
+    iterations = {m: 0 for m in modes}
+    series: dict[tuple[str, str], _SortedSeries] = {}
+    order: list[str] = []
+    start = clock()
+    rounds, checked_at, worst = 0, 0, math.inf
+    while True:
+        round_start = clock()
+        for mode in round_order(rounds, modes):
+            block = _as_block(measure_round(mode))
+            for name, xs in block.samples.items():
+                new = [float(x) for x in xs]
+                samples[mode].setdefault(name, []).extend(new)
+                series.setdefault((mode, name), _SortedSeries()).pending.extend(new)
+            longest = max((len(xs) for xs in block.samples.values()), default=0)
+            iterations[mode] += longest if block.iterations is None else block.iterations
+            order.append(mode)
+        rounds += 1
+        total = sum(len(s) for s in series.values())
+        if total >= checked_at * (1 + _RECHECK_GROWTH):
+            worst = _worst_rel_ci(modes, samples, series, confidence)
+            checked_at = total
+        now = clock()
+        elapsed, last_round = now - start, now - round_start
+        if on_progress is not None:
+            on_progress(Progress(rounds, elapsed, budget_s, min(iterations.values()), max_iterations, worst, target_rel_ci))
+        if target_rel_ci is not None and rounds >= min_rounds and worst <= target_rel_ci:
+            stopped_by: str | None = CONVERGED
+        elif max(iterations.values()) >= max_iterations:
+            stopped_by = ITERATIONS
+        elif elapsed >= budget_s or elapsed + last_round > budget_s:
+            stopped_by = BUDGET
+        else:
+            stopped_by = None
+        if stopped_by is not None:
+            return AdaptiveResult(samples, iterations, rounds, elapsed, stopped_by, target_rel_ci, confidence, order)
+
+
+def _worst_rel_ci(
+    modes: Sequence[str], samples: dict[str, dict[str, list[float]]], series: dict[tuple[str, str], _SortedSeries], confidence: float
+) -> float:
+    """The widest relative median CI over modes and clocks; inf while a mode has no samples or too few for a CI."""
+    if any(not samples[m] for m in modes):
+        return math.inf
+    return max(s.rel_ci(confidence) for s in series.values())

@@ -1,0 +1,271 @@
+"""Bench records: one BenchResult per size, a BenchReport per run; versioned JSON (docs/bench.md).
+
+All times are in microseconds unless the name says otherwise (capture_ms, instantiate_ms, elapsed_s).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cgtool.bench.adaptive import AdaptiveResult
+from cgtool.bench.stats import Stats, difference_ci, speedup_ci
+from cgtool.errors import EXIT_USAGE, CgtoolError
+from cgtool.report import ErrorRecord
+
+BENCH_SCHEMA_VERSION = 1
+BENCH_KIND = "cgtool-bench"  # tells a bench report from a capture report.json
+MODES = ("eager", "replay")
+CLOCKS = ("gpu", "wall")
+FLOOR_KERNELS = "kernels"  # gpu_floor_us was measured (sum of kernel times per iteration)
+FLOOR_REPLAY_GPU = "replay-gpu"  # no kernel sum: replay's event-timed GPU time stands in for the floor
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its confidence interval."""
+
+    point: float
+    low: float
+    high: float
+    confidence: float = 0.95
+
+    def contains(self, x: float) -> bool:
+        return self.low <= x <= self.high
+
+    def to_json(self) -> dict[str, Any]:
+        return {"point": self.point, "low": self.low, "high": self.high, "confidence": self.confidence}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Estimate:
+        return cls(float(d["point"]), float(d["low"]), float(d["high"]), float(d.get("confidence", 0.95)))
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    """Per-iteration times of one mode (eager or replay) on both clocks."""
+
+    mode: str
+    gpu: Stats  # CUDA events around the timed iterations on their stream
+    wall: Stats  # host clock around the timed iterations, a synchronize ending each timed block
+    iterations: int  # iterations timed; a sample may average several (one per block)
+
+    def clock(self, name: str) -> Stats:
+        if name not in CLOCKS:
+            raise ValueError(f"unknown clock {name!r}; expected one of {CLOCKS}")
+        return self.gpu if name == "gpu" else self.wall
+
+    def to_json(self) -> dict[str, Any]:
+        return {"mode": self.mode, "gpu": self.gpu.to_json(), "wall": self.wall.to_json(), "iterations": self.iterations}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ModeResult:
+        return cls(d["mode"], Stats.from_json(d["gpu"]), Stats.from_json(d["wall"]), int(d["iterations"]))
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Eager versus replay for one script (and one size of a sweep)."""
+
+    script: str
+    entry: str
+    size: int | None  # the `size` passed to setup/inputs in a sweep; None without --sizes
+    eager: ModeResult
+    replay: ModeResult
+    speedup_gpu: Estimate  # median eager GPU time / median replay GPU time, bootstrap CI
+    speedup_wall: Estimate  # the same on wall time: what a training or serving loop sees
+    overhead_saved_us: Estimate  # median eager wall - median replay wall: launch overhead graphs remove
+    stopped_by: str  # converged, budget, iterations (cgtool.bench.adaptive)
+    rounds: int
+    elapsed_s: float
+    target_rel_ci: float | None
+    gpu_floor_us: float | None = None  # summed kernel time per iteration, when the GPU loop measured it
+    capture_ms: float | None = None
+    instantiate_ms: float | None = None
+    pool_bytes: int | None = None  # memory held by the graph's private memory pool
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def modes(self) -> tuple[ModeResult, ModeResult]:
+        return (self.eager, self.replay)
+
+    @property
+    def iterations(self) -> int:
+        """Iterations timed per mode (the smaller count of the two)."""
+        return min(self.eager.iterations, self.replay.iterations)
+
+    def speedup(self, clock: str = "wall") -> Estimate:
+        return self.speedup_gpu if clock == "gpu" else self.speedup_wall
+
+    @property
+    def floor_us(self) -> float:
+        """The GPU-bound floor per iteration: summed kernel time, else replay's GPU time (an upper bound of it)."""
+        return self.gpu_floor_us if self.gpu_floor_us is not None else self.replay.gpu.median
+
+    @property
+    def floor_source(self) -> str:
+        return FLOOR_KERNELS if self.gpu_floor_us is not None else FLOOR_REPLAY_GPU
+
+    @property
+    def replay_floor_share(self) -> float:
+        """floor / replay wall time: 1.0 means replay runs at the GPU-bound floor, 0.5 means twice it."""
+        return self.floor_us / self.replay.wall.median if self.replay.wall.median else 0.0
+
+    @property
+    def eager_floor_share(self) -> float:
+        return self.floor_us / self.eager.wall.median if self.eager.wall.median else 0.0
+
+    @classmethod
+    def from_rounds(
+        cls,
+        rounds: AdaptiveResult,
+        *,
+        script: str,
+        entry: str,
+        size: int | None = None,
+        gpu_floor_us: float | None = None,
+        capture_ms: float | None = None,
+        instantiate_ms: float | None = None,
+        pool_bytes: int | None = None,
+        environment: dict[str, Any] | None = None,
+        resamples: int = 2000,
+        seed: int = 0,
+    ) -> BenchResult:
+        """Summarize run_rounds' samples, which must hold modes eager and replay, each with clocks gpu and wall."""
+        for mode in MODES:
+            missing = [c for c in CLOCKS if not rounds.samples.get(mode, {}).get(c)]
+            if missing:
+                raise ValueError(f"no {'/'.join(missing)} samples for mode {mode!r}")
+        s, conf = rounds.samples, rounds.confidence
+
+        def boot(fn: Any, clock: str) -> Estimate:
+            return Estimate(*fn(s["eager"][clock], s["replay"][clock], conf, resamples, seed), confidence=conf)
+
+        return cls(
+            script=script,
+            entry=entry,
+            size=size,
+            eager=cls._mode(rounds, "eager"),
+            replay=cls._mode(rounds, "replay"),
+            speedup_gpu=boot(speedup_ci, "gpu"),
+            speedup_wall=boot(speedup_ci, "wall"),
+            overhead_saved_us=boot(difference_ci, "wall"),
+            stopped_by=rounds.stopped_by,
+            rounds=rounds.rounds,
+            elapsed_s=rounds.elapsed_s,
+            target_rel_ci=rounds.target_rel_ci,
+            gpu_floor_us=gpu_floor_us,
+            capture_ms=capture_ms,
+            instantiate_ms=instantiate_ms,
+            pool_bytes=pool_bytes,
+            environment=dict(environment or {}),
+        )
+
+    @staticmethod
+    def _mode(rounds: AdaptiveResult, mode: str) -> ModeResult:
+        return ModeResult(mode, rounds.stats(mode, "gpu"), rounds.stats(mode, "wall"), rounds.iterations[mode])
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "script": self.script,
+            "entry": self.entry,
+            "size": self.size,
+            "eager": self.eager.to_json(),
+            "replay": self.replay.to_json(),
+            "speedup_gpu": self.speedup_gpu.to_json(),
+            "speedup_wall": self.speedup_wall.to_json(),
+            "overhead_saved_us": self.overhead_saved_us.to_json(),
+            "stopped_by": self.stopped_by,
+            "rounds": self.rounds,
+            "elapsed_s": self.elapsed_s,
+            "target_rel_ci": self.target_rel_ci,
+            "gpu_floor_us": self.gpu_floor_us,
+            "capture_ms": self.capture_ms,
+            "instantiate_ms": self.instantiate_ms,
+            "pool_bytes": self.pool_bytes,
+            "environment": self.environment,
+            # Derived, for readers of the JSON; from_json recomputes them.
+            "iterations": self.iterations,
+            "floor_us": self.floor_us,
+            "floor_source": self.floor_source,
+            "replay_floor_share": self.replay_floor_share,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> BenchResult:
+        return cls(
+            script=d["script"],
+            entry=d["entry"],
+            size=None if d.get("size") is None else int(d["size"]),
+            eager=ModeResult.from_json(d["eager"]),
+            replay=ModeResult.from_json(d["replay"]),
+            speedup_gpu=Estimate.from_json(d["speedup_gpu"]),
+            speedup_wall=Estimate.from_json(d["speedup_wall"]),
+            overhead_saved_us=Estimate.from_json(d["overhead_saved_us"]),
+            stopped_by=d["stopped_by"],
+            rounds=int(d["rounds"]),
+            elapsed_s=float(d["elapsed_s"]),
+            target_rel_ci=d.get("target_rel_ci"),
+            gpu_floor_us=d.get("gpu_floor_us"),
+            capture_ms=d.get("capture_ms"),
+            instantiate_ms=d.get("instantiate_ms"),
+            pool_bytes=None if d.get("pool_bytes") is None else int(d["pool_bytes"]),
+            environment=dict(d.get("environment", {})),
+        )
+
+
+@dataclass(frozen=True)
+class BenchReport:
+    """One `cgtool bench` run: a result per size (one without --sizes), the settings, and sizes that failed."""
+
+    results: tuple[BenchResult, ...]
+    settings: dict[str, Any] = field(default_factory=dict)  # warmup, l2_flush, budget_s, target, iters, sizes
+    errors: tuple[ErrorRecord, ...] = ()  # e.g. a size whose capture failed; the sweep goes on without it
+    cgtool_version: str = ""
+
+    @property
+    def sizes(self) -> list[int | None]:
+        return [r.size for r in self.results]
+
+    def result_for(self, size: int | None) -> BenchResult | None:
+        return next((r for r in self.results if r.size == size), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": BENCH_KIND,
+            "schema": BENCH_SCHEMA_VERSION,
+            "cgtool_version": self.cgtool_version,
+            "settings": self.settings,
+            "results": [r.to_json() for r in self.results],
+            "errors": [e.to_json() for e in self.errors],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> BenchReport:
+        if d.get("kind") != BENCH_KIND:
+            raise ValueError("not a cgtool bench report (no \"kind\": \"cgtool-bench\")")
+        if d.get("schema") != BENCH_SCHEMA_VERSION:
+            raise ValueError(f"bench report schema {d.get('schema')!r} is not the supported version {BENCH_SCHEMA_VERSION}")
+        return cls(
+            results=tuple(BenchResult.from_json(r) for r in d["results"]),
+            settings=dict(d.get("settings", {})),
+            errors=tuple(ErrorRecord.from_json(e) for e in d.get("errors", [])),
+            cgtool_version=d.get("cgtool_version", ""),
+        )
+
+
+def read_bench_report(path: str | Path) -> BenchReport:
+    """Load a bench report written by `cgtool bench --json/--out`; a CgtoolError (exit 2) says what is wrong."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CgtoolError(f"No such file: {p}", EXIT_USAGE) from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CgtoolError(f"Cannot read bench report {p}: {exc}", EXIT_USAGE) from None
+    try:
+        return BenchReport.from_json(data)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise CgtoolError(f"{p} is not a usable cgtool bench report: {exc}", EXIT_USAGE) from None
