@@ -6,6 +6,7 @@ All times are in microseconds unless the name says otherwise (capture_ms, instan
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,11 +37,15 @@ class Estimate:
         return self.low <= x <= self.high
 
     def to_json(self) -> dict[str, Any]:
-        return {"point": self.point, "low": self.low, "high": self.high, "confidence": self.confidence}
+        # JSON has no infinity: an unbounded side (too few samples, or a zero median) is written as null.
+        return {"point": _finite(self.point), "low": _finite(self.low), "high": _finite(self.high), "confidence": self.confidence}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Estimate:
-        return cls(float(d["point"]), float(d["low"]), float(d["high"]), float(d.get("confidence", 0.95)))
+        def num(key: str, unbounded: float) -> float:
+            return unbounded if d[key] is None else float(d[key])
+
+        return cls(num("point", math.inf), num("low", -math.inf), num("high", math.inf), float(d.get("confidence", 0.95)))
 
 
 @dataclass(frozen=True)
@@ -254,6 +259,10 @@ class BenchReport:
             errors=tuple(ErrorRecord.from_json(e) for e in d.get("errors", [])),
             cgtool_version=d.get("cgtool_version", ""),
         )
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
 
 
 def read_bench_report(path: str | Path) -> BenchReport:

@@ -1,9 +1,69 @@
-"""`cgtool capture` (placeholder until its issue lands)."""
+"""`cgtool capture`: warm up, capture one iteration, read the graph, check replay, time it."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
 
 import click
 
+from cgtool.commands.common import (exit_code_for, make_job, report_from_outcome, run_with_progress,
+                                    script_options)
+
 
 @click.command(name="capture")
-def capture() -> None:
-    """Not built yet."""
-    raise click.UsageError("cgtool capture is not built yet")
+@script_options
+@click.option("--capture-mode", type=click.Choice(["global", "thread_local", "relaxed"]), default="global",
+              show_default=True, help="CUDA stream-capture error mode (torch.cuda.graph capture_error_mode).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
+              help="Output folder [default: cgtool-out/<script-stem>/].")
+@click.option("--no-replay-check", is_flag=True, help="Skip the replay-versus-eager comparison.")
+@click.option("--no-timing", is_flag=True, help="Skip the eager-versus-replay timing.")
+@click.option("--no-checks", is_flag=True, help="Skip the op tracing and capture checks (faster).")
+@click.option("--cpu", "force_cpu", is_flag=True, help="Run the CPU analysis even when a GPU is present.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout instead of tables.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line (and errors).")
+def capture(target: str, entry: str | None, warmup: int, timeout: float, capture_mode: str, out_dir: str | None,
+            no_replay_check: bool, no_timing: bool, no_checks: bool, force_cpu: bool, as_json: bool, quiet: bool) -> None:
+    """Capture one iteration of TARGET (script.py or script.py:function) as a CUDA graph.
+
+    \b
+    The script contract (docs/script-contract.md):
+      setup(device)      optional, run once: persistent state as a dict or tuple
+      inputs(i, device)  optional: fresh inputs of iteration i, as a dict or tuple
+      step(...)          required: one iteration, called as step(*state, *inputs, **state, **inputs)
+    Module-level code runs once at import. `device` is a torch.device, so the same script runs on CPU.
+
+    \b
+    Writes to the output folder (atomically):
+      report.json        versioned report: environment, graph, replay check, timings, findings, errors
+      graph.dot          cgtool's picture of the graph (graph.svg too when Graphviz `dot` is installed)
+      graph.driver.dot   the CUDA driver's verbose dump (cudaGraphDebugDotPrint)
+
+    \b
+    Exit codes: 0 captured, replay matches, no error findings; 1 problems found (capture failed,
+    replay mismatch, error findings, the script raised); 2 usage or input error (missing file, syntax
+    error, no entry function); 3 no CUDA device (the script ran on CPU only) or environment problem;
+    4 the worker crashed or timed out; 130 interrupted.
+    """
+    from cgtool.outputs import prepare_out_dir, write_outputs
+    from cgtool.render.capture import render_report
+    from cgtool.render.console import console
+
+    job = make_job("capture", target, entry, warmup, force_cpu=force_cpu, settings={
+        "capture_mode": capture_mode, "replay_check": not no_replay_check, "timing": not no_timing,
+        "checks": not no_checks})
+    stem = os.path.splitext(os.path.basename(job["script"]))[0]
+    out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
+    show = not (as_json or quiet)
+    with tempfile.TemporaryDirectory(prefix="cgtool-work-") as work_dir:
+        outcome = run_with_progress({**job, "work_dir": work_dir}, timeout, show=show)
+        report = report_from_outcome(job, outcome)
+        write_outputs(report, out_dir)
+    if as_json:
+        sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
+    else:
+        render_report(report, console(), quiet=quiet)
+    sys.exit(exit_code_for(report, outcome))

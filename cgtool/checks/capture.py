@@ -1,0 +1,39 @@
+"""Checks on the outcome of a real capture: a failed capture, an empty graph, replay versus eager."""
+
+from __future__ import annotations
+
+from cgtool.findings import Finding
+from cgtool.report import ErrorRecord, Report
+from cgtool.rules import finding
+
+
+def check_capture_failure(record: ErrorRecord, found: list[Finding]) -> list[Finding]:
+    """CG501 for a failed capture, unless an error finding already explains it.
+
+    The trace usually names the root cause (a sync, an unjoined stream, ...) on the user's line; the
+    driver's words ("operation failed due to a previous error during capture") stay in the report's
+    errors. When nothing explains it, CG501 carries the CUDA error and the user frame active then.
+    """
+    if any(f.severity == "error" for f in found):
+        return []
+    frame = record.user_frame
+    cuda = f" ({record.cuda_error})" if record.cuda_error else ""
+    return [finding("CG501", f"capture failed{cuda}: {record.message}",
+                    file=frame.file if frame else None, line=frame.line if frame else None,
+                    source=frame.source if frame else None, function=frame.function if frame else None)]
+
+
+def check_captured(report: Report) -> list[Finding]:
+    out: list[Finding] = []
+    if report.graph is not None and not report.graph.nodes:
+        out.append(finding("CG502", "the captured graph is empty: step issued no GPU work on the capturing stream"))
+    elif report.graph is not None and not any(n.kind not in ("empty",) for n in report.graph.nodes):
+        out.append(finding("CG502", "the captured graph holds only empty nodes: no kernels or copies were captured"))
+    replay = report.replay
+    if replay is not None and replay.status == "mismatch":
+        bad = [t for t in replay.tensors if not t.ok]
+        worst = ", ".join(f"{t.name} (max abs {t.max_abs:.3g})" for t in bad[:3])
+        detail = worst or replay.note
+        more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+        out.append(finding("CG503", f"replay differs from eager on {replay.inputs}: {detail}{more}"))
+    return out

@@ -1,0 +1,62 @@
+"""What the run ran on: Python, torch, CUDA, driver, GPU, cuda-bindings (collected in the worker)."""
+
+from __future__ import annotations
+
+import platform
+import sys
+from importlib import metadata
+from typing import Any
+
+from cgtool import __version__
+
+
+def _version(dist: str) -> str | None:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def environment() -> dict[str, Any]:
+    env: dict[str, Any] = {
+        "cgtool": __version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(terse=True),
+        "cuda_bindings": _version("cuda-bindings") or _version("cuda-python"),
+    }
+    torch = sys.modules.get("torch")
+    if torch is None:
+        try:
+            import torch
+        except ImportError:
+            env["torch"] = None
+            return env
+    env["torch"] = torch.__version__
+    env["torch_cuda"] = torch.version.cuda
+    env["gpu"] = None
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        env["gpu"] = props.name
+        env["capability"] = f"{props.major}.{props.minor}"
+        env["gpu_memory_gib"] = round(props.total_memory / 2**30, 1)
+        from cgtool.graph.cuda import driver_version
+
+        env["driver"] = driver_version()
+    return env
+
+
+def describe(env: dict[str, Any]) -> str:
+    """One line for the console: `NVIDIA H100 80GB HBM3 (sm 9.0) · driver 13.0 · torch 2.11.0+cu130 …`."""
+    parts = []
+    if env.get("gpu"):
+        parts.append(f"{env['gpu']} (sm {env.get('capability', '?')})")
+        if env.get("driver"):
+            parts.append(f"driver CUDA {env['driver']}")
+    else:
+        parts.append("no CUDA device")
+    if env.get("torch"):
+        parts.append(f"torch {env['torch']}" + (f" (CUDA {env['torch_cuda']})" if env.get("torch_cuda") else ""))
+    if env.get("cuda_bindings"):
+        parts.append(f"cuda-bindings {env['cuda_bindings']}")
+    parts.append(f"Python {env.get('python', '?')}")
+    return " · ".join(parts)

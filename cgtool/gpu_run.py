@@ -1,0 +1,72 @@
+"""The capture pipeline on a CUDA device: setup → traced warmup → capture → graph → replay check → timing."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from cgtool.harness import CaptureFailed, Captured, capture, instantiate, read_graph, warmup
+from cgtool.replay import check_replay, quick_timings
+from cgtool.report import CAPTURE_FAILED, CAPTURED, Report, Timings
+from cgtool.script import Script, ScriptRaised
+from cgtool.worker import Progress
+
+
+def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, progress: Progress,
+                     work_dir: str | None) -> Captured | None:
+    import torch
+
+    from cgtool.checks.capture import check_captured, check_capture_failure
+    from cgtool.gpu_trace import GpuAnalysis
+
+    device = torch.device("cuda")
+    n_warm = int(settings.get("warmup", 3))
+    progress.phase("setup")
+    try:
+        state = script.call_setup(device, settings.get("size"))
+    except Exception as exc:
+        raise ScriptRaised("setup", exc) from None
+    stream = torch.cuda.Stream()
+    analysis = GpuAnalysis(enabled=settings.get("checks", True))
+
+    progress.phase("warmup", f"{n_warm} iterations on a side stream")
+    with analysis.tracing():
+        warmup(script, state, device, n_warm, stream, analysis.tracer)
+    progress.phase("capture", f"capture_error_mode={settings.get('capture_mode', 'global')}")
+    try:
+        static_inputs = script.call_inputs(n_warm, device)
+    except Exception as exc:
+        raise ScriptRaised("inputs", exc) from None
+    try:
+        with analysis.tracing():
+            captured = capture(script, state, static_inputs, stream, settings.get("capture_mode", "global"),
+                               analysis.tracer)
+    except CaptureFailed as failed:
+        report.status = CAPTURE_FAILED
+        report.errors.append(failed.record)
+        report.findings.extend(analysis.findings())
+        report.findings.extend(check_capture_failure(failed.record, report.findings))
+        report.skipped.append("graph, replay check and timing: capture failed (the CUDA context is now unusable)")
+        return None
+
+    progress.phase("read-graph")
+    driver_dot = os.path.join(work_dir, "graph.driver.dot") if work_dir else None
+    graph, read_ms, dot_ms = read_graph(captured, driver_dot)
+    report.graph = graph
+    report.status = CAPTURED
+    report.settings["read_graph_ms"] = round(read_ms, 2)
+    report.settings["driver_dot_ms"] = round(dot_ms, 2)
+    if driver_dot:
+        report.outputs["graph.driver.dot"] = driver_dot
+    inst_ms = instantiate(captured)
+
+    report.findings.extend(analysis.findings(captured=True))
+    if settings.get("replay_check", True) and graph.nodes:
+        progress.phase("replay-check")
+        report.replay = check_replay(script, captured, device, n_warm + 1)
+    if settings.get("timing", True) and graph.nodes:
+        progress.phase("timing")
+        t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
+        report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
+    report.findings.extend(check_captured(report))
+    return captured

@@ -1,0 +1,96 @@
+"""Jobs the worker process runs. Each takes a plain dict and returns JSON-ready data.
+
+`capture`: load, warm up, capture, read the graph, check replay, time, collect findings → Report.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from cgtool.errors import CgtoolError
+from cgtool.report import (CAPTURE_FAILED, CAPTURED, CPU_ONLY, SCRIPT_ERROR, ErrorRecord, Report)
+from cgtool.script import Script, ScriptRaised, load_script
+from cgtool.worker import Progress
+
+
+def run_in_worker(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    kind = job["kind"]
+    if kind == "capture":
+        return capture_job(job, progress).to_json()
+    if kind == "lint":
+        from cgtool.lint_run import lint_job
+
+        return lint_job(job, progress)
+    if kind == "bench":
+        from cgtool.bench.run import bench_job
+
+        return bench_job(job, progress)
+    raise ValueError(f"unknown job kind {kind!r}")
+
+
+def new_report(job: dict[str, Any]) -> Report:
+    from cgtool import __version__
+
+    return Report(script=job["script"], entry=job["entry"], settings=dict(job.get("settings", {})),
+                  cgtool_version=__version__)
+
+
+def capture_job(job: dict[str, Any], progress: Progress) -> Report:
+    """The whole capture pipeline; every failure ends up in the report, never as a lost result."""
+    from cgtool.environment import environment
+
+    report = new_report(job)
+    settings = report.settings
+    try:
+        progress.phase("load", report.script)
+        script = load_script(report.script, report.entry)
+        import torch
+
+        report.environment = environment()
+        if job.get("force_cpu") or not torch.cuda.is_available():
+            _run_on_cpu(script, settings, report, progress)
+        else:
+            _run_on_gpu(script, settings, report, progress, job.get("work_dir"))
+    except CgtoolError as exc:
+        report.status = SCRIPT_ERROR
+        report.errors.append(ErrorRecord("load", "usage", exc.message))
+    except ScriptRaised as exc:
+        report.status = SCRIPT_ERROR
+        report.errors.append(script_error(exc))
+    if not report.environment:
+        report.environment = environment()
+    return report
+
+
+def script_error(exc: ScriptRaised) -> ErrorRecord:
+    from cgtool.frames import user_frames_of_traceback
+    from cgtool.harness import cuda_error_name
+
+    text = str(exc.exc)
+    return ErrorRecord(exc.phase, type(exc.exc).__name__, text.strip().splitlines()[0] if text.strip() else "",
+                       user_frames_of_traceback(exc.exc.__traceback__), cuda_error_name(text))
+
+
+def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progress: Progress) -> None:
+    """No CUDA device: prove the script runs (setup + warmup on CPU) and analyse what the CPU can see."""
+    from cgtool.analyze_cpu import analyze_on_cpu
+
+    report.device = "cpu"
+    progress.phase("warmup", f"{settings['warmup']} iterations on CPU")
+    _trace, findings, errors = analyze_on_cpu(script, warmup=settings["warmup"])
+    report.findings.extend(findings)
+    report.errors.extend(errors)
+    report.status = SCRIPT_ERROR if errors else CPU_ONLY
+    report.skipped.append("capture, graph, replay check and timing need a CUDA device")
+
+
+def _run_on_gpu(script: Script, settings: dict[str, Any], report: Report, progress: Progress,
+                work_dir: str | None) -> None:
+    import torch
+
+    from cgtool.gpu_run import run_gpu_pipeline
+
+    report.device = "cuda"
+    torch.cuda.init()
+    run_gpu_pipeline(script, settings, report, progress, work_dir)

@@ -1,0 +1,121 @@
+"""Console rendering of a capture report: environment, graph summary, replay check, findings, verdict."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cgtool.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, WORKER_FAILED, Report
+
+
+def fmt_us(us: float) -> str:
+    if us >= 1e6:
+        return f"{us / 1e6:.2f} s"
+    if us >= 1e4:
+        return f"{us / 1e3:.1f} ms"
+    if us >= 1e3:
+        return f"{us / 1e3:.2f} ms"
+    return f"{us:.0f} µs" if us >= 10 else f"{us:.1f} µs"
+
+
+def verdict_line(report: Report) -> str:
+    t = report.timings
+    if report.status == CAPTURED and t is not None:
+        return (f"eager {fmt_us(t.eager_us)} → replay {fmt_us(t.replay_us)} per iteration: "
+                f"{t.speedup:.1f}× faster")
+    return {
+        CAPTURED: "captured (timing skipped)",
+        CAPTURE_FAILED: "capture failed",
+        CPU_ONLY: "ran on CPU only: capture, replay, graph and speedup need a CUDA device",
+        WORKER_FAILED: "the worker did not finish",
+    }.get(report.status, "the script did not run")
+
+
+def render_report(report: Report, out: Console, quiet: bool = False) -> None:
+    from cgtool.environment import describe
+    from cgtool.render.findings_console import render_errors, render_findings
+
+    if not quiet:
+        out.print(f"[bold]cgtool[/] {escape(report.script)}:{escape(report.entry)}")
+        if report.environment:
+            out.print(f"[dim]{escape(describe(report.environment))}[/]")
+        if report.graph is not None:
+            out.print(graph_table(report))
+            kt = kernel_table(report)
+            if kt is not None:
+                out.print(kt)
+        if report.replay is not None:
+            render_replay(report, out)
+    render_errors(report.errors, out)
+    if report.findings:
+        render_findings(report.findings, out)
+    if not quiet:
+        for s in report.skipped:
+            out.print(f"[yellow]skipped:[/] {escape(s)}")
+        if report.script_output.strip() and (report.errors or report.status == WORKER_FAILED):
+            tail = "\n".join(report.script_output.rstrip().splitlines()[-15:])
+            out.print("[dim]last output of the script:[/]")
+            out.print(escape(tail), style="dim")
+        for name, path in report.outputs.items():
+            out.print(f"[dim]wrote {escape(path)}[/]")
+    colour = "green" if report.status == CAPTURED and not _has_problems(report) else "red"
+    if report.status == CPU_ONLY:
+        colour = "yellow"
+    out.print(f"[bold {colour}]{escape(verdict_line(report))}[/]")
+
+
+def _has_problems(report: Report) -> bool:
+    bad_replay = report.replay is not None and report.replay.status == "mismatch"
+    return bad_replay or bool(report.errors) or any(f.severity == "error" for f in report.findings)
+
+
+def graph_table(report: Report) -> Table:
+    g = report.graph
+    counts = g.count_by_kind()
+    table = Table(title=f"captured graph: {len(g.nodes)} nodes, {len(g.edges)} edges", title_justify="left")
+    table.add_column("node kind")
+    table.add_column("count", justify="right")
+    for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        table.add_row(kind, str(n))
+    return table
+
+
+def kernel_table(report: Report, top: int = 10) -> Table | None:
+    from collections import Counter
+
+    kernels = report.graph.kernels
+    if not kernels:
+        return None
+    by_name = Counter(n.name for n in kernels)
+    launch = {}
+    for n in kernels:
+        launch.setdefault(n.name, set()).add(n.launch)
+    table = Table(title=f"top kernels ({len(by_name)} distinct)", title_justify="left")
+    table.add_column("kernel")
+    table.add_column("count", justify="right")
+    table.add_column("launch <<<grid,block,smem>>>")
+    for name, n in by_name.most_common(top):
+        dims = sorted(launch[name])
+        table.add_row(escape(name), str(n), escape(dims[0] + (f" (+{len(dims) - 1} more)" if len(dims) > 1 else "")))
+    if len(by_name) > top:
+        table.add_row(f"… {len(by_name) - top} more", str(sum(c for _, c in by_name.most_common()[top:])), "")
+    return table
+
+
+def render_replay(report: Report, out: Console) -> None:
+    r = report.replay
+    if r.status == "match":
+        out.print(f"[green]replay matches eager[/] on {escape(r.inputs)}: {len(r.tensors)} tensors, "
+                  f"max abs error {r.max_abs:.3g}, max rel error {r.max_rel:.3g}")
+    elif r.status == "mismatch":
+        out.print(f"[red]replay differs from eager[/] on {escape(r.inputs)}" + (f": {escape(r.note)}" if r.note else ""))
+        table = Table(show_header=True)
+        for col in ("tensor", "shape", "dtype", "max abs", "max rel", "ok"):
+            table.add_column(col)
+        for t in [t for t in r.tensors if not t.ok][:10]:
+            table.add_row(escape(t.name), str(list(t.shape)), t.dtype, f"{t.max_abs:.3g}", f"{t.max_rel:.3g}", "no")
+        if table.rows:
+            out.print(table)
+    else:
+        out.print(f"[yellow]replay check {r.status}[/]: {escape(r.note)}")

@@ -1,0 +1,38 @@
+"""Console rendering of findings and error records (shared by capture, lint and bench)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+
+from cgtool.findings import Finding
+from cgtool.report import ErrorRecord
+
+_COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
+
+
+def render_findings(findings: list[Finding], out: Console) -> None:
+    for f in findings:
+        colour = _COLOURS.get(f.severity, "white")
+        out.print(f"[bold]{escape(f.location)}[/]: [{colour}]{f.rule} [{f.category}][/] {escape(f.message)}",
+                  soft_wrap=True)
+        if f.source:
+            out.print(f"    [dim]{escape(f.source)}[/]", soft_wrap=True)
+        if f.hint:
+            out.print(f"    [cyan]fix:[/] {escape(f.hint)}", soft_wrap=True)
+
+
+def render_errors(errors: list[ErrorRecord], out: Console) -> None:
+    for e in errors:
+        where = ""
+        frame = e.user_frame
+        if frame is not None:
+            where = f" at {frame.file}:{frame.line} in {frame.function}()"
+        cuda = f" [{e.cuda_error}]" if e.cuda_error else ""
+        out.print(f"[bold red]{escape(e.phase)} failed{escape(where)}:[/] {escape(e.type)}{escape(cuda)}: "
+                  f"{escape(e.message)}", soft_wrap=True)
+        for fr in e.frames:
+            out.print(f'  File "{escape(fr.file)}", line {fr.line}, in {escape(fr.function)}', style="dim",
+                      soft_wrap=True)
+            if fr.source:
+                out.print(f"    {escape(fr.source)}", style="dim", soft_wrap=True)
