@@ -78,18 +78,49 @@ def _top_level_args(inside: str) -> list[str]:
     return args
 
 
+def _components(qualified: str) -> list[str]:
+    """`a::f(int)::{lambda()#1}` -> ["a", "f", "{lambda()#1}"], splitting only at depth 0."""
+    parts, depth, cur, i = [], 0, [], 0
+    while i < len(qualified):
+        ch = qualified[i]
+        if ch in "<({[":
+            depth += 1
+        elif ch in ">)}]":
+            depth -= 1
+        if depth == 0 and qualified.startswith("::", i):
+            parts.append("".join(cur).strip())
+            cur = []
+            i += 2
+            continue
+        cur.append(ch)
+        i += 1
+    parts.append("".join(cur).strip())
+    return [p for p in parts if p]
+
+
 def _basename(qualified: str) -> str:
-    head, _ = _split_top(qualified, "<", ">")
-    return head.rsplit("::", 1)[-1].strip()
+    """The most telling name in a qualified name: for lambdas, the function that encloses them."""
+    names = []
+    for comp in _components(qualified.replace("(anonymous namespace)", "anon")):
+        if comp.startswith(("{lambda", "{unnamed", "operator()")) or comp in ("anon", "const"):
+            continue
+        head, _ = _split_top(comp, "<", ">")
+        head, _ = _split_top(head, "(", ")")
+        names.append(head.strip())
+    return names[-1] if names else ""
 
 
 _NOISE = re.compile(r"^(?:-?\d+[a-zA-Z]*|true|false|\(.*\)\d*|bool|char|short|int|long|unsigned.*|float|double|c10::.*)$")
 
 
+_FUNCTOR = re.compile(r"\b(\w*Functor\w*|\w+Op)\b")
+_WRAPPERS = {"BinaryFunctor", "UnaryFunctor", "BUnaryFunctor", "AUnaryFunctor", "ReduceOp"}
+
+
 @functools.lru_cache(maxsize=4096)
 def short_name(symbol: str, limit: int = 60) -> str:
     """A readable name: `vectorized_elementwise_kernel<FillFunctor>` for long ATen symbols."""
-    text = demangle(symbol)
+    text = demangle(symbol).replace("(anonymous namespace)", "anon")
     # Drop a leading return type ("void ") and the parameter list of a demangled function.
     if text.startswith("void "):
         text = text[5:]
@@ -104,13 +135,14 @@ def short_name(symbol: str, limit: int = 60) -> str:
             name_part = text[:i]
             break
     head, inside = _split_top(name_part, "<", ">")
-    base = head.rsplit("::", 1)[-1].strip() or head.strip()
+    base = _basename(head) or head.strip()
     detail = ""
     if inside:
         for arg in _top_level_args(inside):
             if _NOISE.match(arg) or not arg:
                 continue
-            cand = _basename(arg)
+            functors = [f for f in _FUNCTOR.findall(arg) if f not in _WRAPPERS]
+            cand = functors[-1] if functors else _basename(arg)
             if cand and not cand[0].isdigit() and cand != base:
                 detail = cand
                 break
