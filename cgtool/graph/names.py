@@ -113,7 +113,7 @@ def _basename(qualified: str) -> str:
 _NOISE = re.compile(r"^(?:-?\d+[a-zA-Z]*|true|false|\(.*\)\d*|bool|char|short|int|long|unsigned.*|float|double|c10::.*)$")
 
 
-_FUNCTOR = re.compile(r"\b(\w*Functor\w*|\w+Op)\b")
+_FUNCTOR = re.compile(r"\b(\w*Functor\w*|\w+Ops?)\b")
 _WRAPPERS = {"BinaryFunctor", "UnaryFunctor", "BUnaryFunctor", "AUnaryFunctor", "ReduceOp"}
 
 
