@@ -1,0 +1,43 @@
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DATA = os.path.join(ROOT, "tests", "data")
+
+
+def _has_cuda() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return torch.cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_cuda():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def run_cli(tmp_path):
+    """Run `python -m cgtool ...` in a subprocess (the real CLI, worker included)."""
+
+    def run(*args, cwd=None, env=None, timeout=300):
+        full_env = dict(os.environ, NO_COLOR="1", COLUMNS="200", **(env or {}))
+        return subprocess.run([sys.executable, "-m", "cgtool", *map(str, args)], cwd=cwd or tmp_path,
+                              capture_output=True, text=True, env=full_env, timeout=timeout)
+
+    return run
+
+
+@pytest.fixture
+def has_dot():
+    return shutil.which("dot") is not None

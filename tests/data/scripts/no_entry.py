@@ -1,0 +1,7 @@
+import torch
+
+def setup(device):
+    return {}
+
+def forward(x):
+    return x

@@ -1,0 +1,4 @@
+import torch
+
+def step(x)
+    return x
