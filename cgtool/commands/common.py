@@ -54,7 +54,7 @@ def run_with_progress(job: dict[str, Any], timeout: float, show: bool) -> Worker
             if event.get("phase"):
                 detail = f" ({event['detail']})" if event.get("detail") else ""
                 status.update(f"{event['phase']}{detail}…")
-                err.log(f"[dim]{event['phase']}{detail}[/]")
+                err.print(f"[dim]{event.get('t', 0):7.2f}s  {event['phase']}{detail}[/]", soft_wrap=True)
 
         return run_job(job, timeout, on_event)
 

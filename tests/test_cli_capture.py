@@ -1,0 +1,106 @@
+"""`cgtool capture` through the real CLI and worker, on CPU (no CUDA device here)."""
+
+import json
+import os
+
+import pytest
+import torch
+
+from conftest import DATA, ROOT
+
+SCRIPTS = os.path.join(DATA, "scripts")
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only behaviour")
+
+
+def test_missing_file_exit_2(run_cli, tmp_path):
+    r = run_cli("capture", tmp_path / "nope.py")
+    assert r.returncode == 2
+    assert "No such file" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_syntax_error_exit_2(run_cli):
+    r = run_cli("capture", os.path.join(SCRIPTS, "syntax_error.py"))
+    assert r.returncode == 2
+    assert "syntax_error.py:3" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_no_entry_exit_2_shows_contract(run_cli, tmp_path):
+    r = run_cli("capture", os.path.join(SCRIPTS, "no_entry.py"), "--out", tmp_path / "o")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "has no function `step()`" in r.stdout
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["status"] == "script-error"
+
+
+def test_cpu_only_run_writes_report_exit_3(run_cli, tmp_path):
+    out = tmp_path / "out"
+    r = run_cli("capture", os.path.join(ROOT, "samples", "mlp_inference.py"), "--out", out)
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert "need a CUDA device" in r.stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["schema"] == 1
+    assert report["status"] == "cpu-only"
+    assert report["device"] == "cpu"
+    assert report["graph"] is None
+    assert report["environment"]["torch"].startswith("2.")
+    assert not [p for p in os.listdir(out) if p.startswith(".")]  # no temporary files left behind
+
+
+def test_json_to_stdout(run_cli, tmp_path):
+    r = run_cli("capture", os.path.join(SCRIPTS, "good_tuple.py"), "--json", "--out", tmp_path / "o")
+    assert r.returncode == 3
+    data = json.loads(r.stdout)
+    assert data["status"] == "cpu-only" and data["entry"] == "step"
+
+
+def test_setup_raising_shows_user_traceback(run_cli, tmp_path):
+    r = run_cli("capture", os.path.join(SCRIPTS, "setup_raises.py"), "--out", tmp_path / "o")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "setup_raises.py" in r.stdout and "missing_method" in r.stdout
+    assert "cgtool/" not in r.stdout.replace("cgtool-out", "")
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    err = report["errors"][0]
+    assert err["phase"] == "setup" and err["type"] == "AttributeError"
+    assert [f["line"] for f in err["frames"]] == [9, 5]
+
+
+def test_timeout_becomes_a_report(run_cli, tmp_path):
+    r = run_cli("capture", os.path.join(SCRIPTS, "hangs.py"), "--timeout", "3", "--out", tmp_path / "o")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "--timeout 3 s" in r.stdout
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["status"] == "worker-failed" and report["errors"][0]["type"] == "timeout"
+
+
+def test_crash_becomes_a_report(run_cli, tmp_path):
+    r = run_cli("capture", os.path.join(SCRIPTS, "crashes.py"), "--out", tmp_path / "o")
+    assert r.returncode == 4, r.stdout + r.stderr
+    assert "SIGSEGV" in r.stdout
+    assert "about to crash" in r.stdout  # the script's last output is shown
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert report["errors"][0]["type"] == "crash"
+
+
+def test_unwritable_out_dir_exit_3(run_cli, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    r = run_cli("capture", os.path.join(SCRIPTS, "good_tuple.py"), "--out", blocker / "sub")
+    assert r.returncode == 3
+    assert "Cannot write to the output folder" in r.stderr
+
+
+def test_help_documents_contract_and_exit_codes(run_cli):
+    r = run_cli("capture", "--help")
+    assert r.returncode == 0
+    for text in ("setup(device)", "inputs(i, device)", "step(...)", "Exit codes", "graph.driver.dot"):
+        assert text in r.stdout
+
+
+def test_help_does_not_import_torch(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; from cgtool.cli import cli; "
+            "assert 'torch' not in sys.modules and 'cuda.bindings' not in sys.modules, sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
