@@ -101,6 +101,11 @@ class BenchResult:
         """Iterations timed per mode (the smaller count of the two)."""
         return min(self.eager.iterations, self.replay.iterations)
 
+    @property
+    def worst_rel_ci(self) -> float:
+        """The widest relative median CI among the four series: what the stopping rule compared with the target."""
+        return max(s.rel_ci for m in self.modes for s in (m.gpu, m.wall))
+
     def speedup(self, clock: str = "wall") -> Estimate:
         return self.speedup_gpu if clock == "gpu" else self.speedup_wall
 
