@@ -1,0 +1,299 @@
+"""A small, fast reader for the Graphviz DOT language: statements in, plain nodes/edges/subgraphs out.
+
+Written for multi-megabyte driver dumps: one regular expression tokenizes (quoted labels are single
+tokens), a recursive-descent parser builds the result. Errors name the file and line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from cgtool.errors import EXIT_USAGE, CgtoolError
+
+_TOKEN = re.compile(
+    r"""(?:[ \t\r\n\f\v]+|//[^\n]*|/\*.*?\*/|\#[^\n]*)*   # whitespace and comments before a token
+    (?:(?P<q>"[^"\\]*(?:\\.[^"\\]*)*")
+      |(?P<id>[A-Za-z_\x80-\U0010ffff][A-Za-z_0-9\x80-\U0010ffff]*|-?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?))
+      |(?P<op>->|--|[{}\[\];,=:+<])
+      |(?P<end>\Z)
+      |(?P<bad>.))""",
+    re.S | re.X,
+)
+_KEYWORDS = {"strict", "graph", "digraph", "subgraph", "node", "edge"}
+
+
+@dataclass(slots=True)
+class DotNode:
+    name: str
+    attrs: dict[str, str]
+    subgraph: str | None  # innermost subgraph the node was first declared in; None = the root graph
+    pos: int  # offset of its first mention in the text
+
+
+@dataclass(slots=True)
+class DotEdge:
+    tail: str
+    head: str
+    attrs: dict[str, str]
+
+
+@dataclass(slots=True)
+class DotSubgraph:
+    name: str
+    parent: str | None
+    attrs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class DotFile:
+    name: str
+    directed: bool
+    attrs: dict[str, str]
+    nodes: dict[str, DotNode]  # in order of first mention
+    edges: list[DotEdge]
+    subgraphs: dict[str, DotSubgraph]  # in order of appearance
+
+
+def unquote(raw: str) -> str:
+    """A quoted DOT string's value: `\\"` becomes `"` and backslash-newline joins lines; other escapes
+    (`\\n`, `\\l`, `\\<` in records) stay, because they belong to the label language, not DOT."""
+    body = raw[1:-1]
+    if "\\" in body:
+        body = body.replace('\\"', '"').replace("\\\r\n", "").replace("\\\n", "")
+    return body
+
+
+def parse_dot(text: str, path: str = "<dot>") -> DotFile:
+    """Parse one DOT graph; a CgtoolError(EXIT_USAGE) with `path:line` for anything malformed."""
+    if not text.strip():
+        raise CgtoolError(f"{path}: the file is empty: expected a DOT graph", EXIT_USAGE)
+    return _Parser(text, path).parse()
+
+
+class _Parser:
+    def __init__(self, text: str, path: str) -> None:
+        self.text, self.path = text, path
+        self.kinds: list[str] = []  # "q" quoted, "id", "html", an operator itself, or "end"
+        self.values: list[str] = []
+        self.starts: list[int] = []
+        self._tokenize()
+        self.i = 0
+        self.nodes: dict[str, DotNode] = {}
+        self.edges: list[DotEdge] = []
+        self.subgraphs: dict[str, DotSubgraph] = {}
+        self.anon = 0
+
+    # -- tokens ---------------------------------------------------------------------------------
+    def _tokenize(self) -> None:
+        text, kinds, values, starts = self.text, self.kinds, self.values, self.starts
+        pos = 0
+        while True:
+            for m in _TOKEN.finditer(text, pos):
+                kind = m.lastgroup
+                if kind == "q":
+                    kinds.append("q")
+                    values.append(unquote(m.group("q")))
+                    starts.append(m.start("q"))
+                elif kind == "id":
+                    kinds.append("id")
+                    values.append(m.group("id"))
+                    starts.append(m.start("id"))
+                elif kind == "op":
+                    op, start = m.group("op"), m.start("op")
+                    if op == "<":
+                        pos = self._html(start)
+                        break
+                    kinds.append(op)
+                    values.append(op)
+                    starts.append(start)
+                elif kind == "end":
+                    kinds.append("end")
+                    values.append("")
+                    starts.append(len(text))
+                    return
+                else:
+                    self._bad_char(m.start("bad"))
+            else:  # pragma: no cover - the `end` alternative always matches last
+                return
+
+    def _html(self, start: int) -> int:
+        """An HTML-like id `<...>` with nested angle brackets; returns the offset after it."""
+        depth, text = 0, self.text
+        for j in range(start, len(text)):
+            ch = text[j]
+            if ch == "<":
+                depth += 1
+            elif ch == ">":
+                depth -= 1
+                if depth == 0:
+                    self.kinds.append("html")
+                    self.values.append(text[start + 1 : j])
+                    self.starts.append(start)
+                    return j + 1
+        raise self._error(start, "an HTML-like label '<...>' is never closed (is the file truncated?)")
+
+    def _bad_char(self, pos: int) -> None:
+        ch = self.text[pos]
+        if ch == '"':
+            raise self._error(pos, "a quoted string is never closed (is the file truncated?)")
+        if self.text.startswith("/*", pos):
+            raise self._error(pos, "a /* comment is never closed")
+        raise self._error(pos, f"unexpected character {ch!r}: this is not DOT syntax")
+
+    def _error(self, pos: int, message: str) -> CgtoolError:
+        line = self.text.count("\n", 0, pos) + 1
+        return CgtoolError(f"{self.path}:{line}: {message}", EXIT_USAGE)
+
+    def _describe(self, i: int) -> str:
+        kind = self.kinds[i]
+        if kind == "end":
+            return "the end of the file"
+        value = self.values[i]
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f'"{shown}"' if kind == "q" else repr(shown)
+
+    def _expect(self, kind: str, what: str) -> str:
+        i = self.i
+        if self.kinds[i] != kind:
+            raise self._unexpected(what)
+        self.i = i + 1
+        return self.values[i]
+
+    def _unexpected(self, what: str) -> CgtoolError:
+        found = self._describe(self.i)
+        hint = " (is the file truncated?)" if self.kinds[self.i] == "end" else ""
+        return self._error(self.starts[self.i], f"expected {what}, found {found}{hint}")
+
+    def _keyword(self, i: int) -> str | None:
+        if self.kinds[i] == "id":
+            low = self.values[i].lower()
+            if low in _KEYWORDS:
+                return low
+        return None
+
+    def _id(self, what: str) -> str:
+        """An ID: a name, a number, a quoted string (with `+` concatenation), or an HTML-like string."""
+        kind = self.kinds[self.i]
+        if kind == "id" and self._keyword(self.i) is None or kind == "html":
+            self.i += 1
+            return self.values[self.i - 1]
+        if kind != "q":
+            raise self._unexpected(what)
+        value = self.values[self.i]
+        self.i += 1
+        while self.kinds[self.i] == "+":
+            self.i += 1
+            value += self._expect("q", "a quoted string after '+'")
+        return value
+
+    def _is_id(self) -> bool:
+        kind = self.kinds[self.i]
+        return kind in ("q", "html") or (kind == "id" and self._keyword(self.i) is None)
+
+    # -- grammar --------------------------------------------------------------------------------
+    def parse(self) -> DotFile:
+        if self._keyword(self.i) == "strict":
+            self.i += 1
+        kw = self._keyword(self.i)
+        if kw not in ("graph", "digraph"):
+            raise self._unexpected("'digraph' or 'graph' at the start of a DOT file")
+        self.i += 1
+        name = self._id("a graph name") if self._is_id() else ""
+        self._expect("{", "'{' to open the graph")
+        attrs: dict[str, str] = {}
+        self._stmt_list(None, attrs, {}, {})
+        self._expect("}", "'}' to close the graph")
+        if self.kinds[self.i] != "end":
+            raise self._error(self.starts[self.i], "text after the end of the graph (one graph per file)")
+        return DotFile(name, kw == "digraph", attrs, self.nodes, self.edges, self.subgraphs)
+
+    def _stmt_list(self, sub: str | None, gattrs: dict, ndef: dict, edef: dict) -> list[str]:
+        """Statements up to the closing '}'; returns the node names mentioned (for edges to subgraphs)."""
+        mentioned: list[str] = []
+        kinds = self.kinds
+        while kinds[self.i] not in ("}", "end"):
+            kw = self._keyword(self.i)
+            if kw in ("graph", "node", "edge") and kinds[self.i + 1] == "[":
+                self.i += 1
+                target = {"graph": gattrs, "node": ndef, "edge": edef}[kw]
+                target.update(self._attr_lists())
+            elif kinds[self.i + 1] == "=" and self._is_id():
+                key = self._id("an attribute name")
+                self.i += 1
+                gattrs[key] = self._id("an attribute value")
+            else:
+                tails = self._operand(sub, ndef, edef, mentioned)
+                if kinds[self.i] in ("->", "--"):
+                    self._edges(tails, sub, ndef, edef, mentioned)
+                elif kw is None and len(tails) == 1 and kinds[self.i] == "[":
+                    node = self.nodes[tails[0]]
+                    node.attrs.update(self._attr_lists())
+            if kinds[self.i] in (";", ","):
+                self.i += 1
+        return mentioned
+
+    def _operand(self, sub: str | None, ndef: dict, edef: dict, mentioned: list[str]) -> list[str]:
+        kw = self._keyword(self.i)
+        if kw == "subgraph" or self.kinds[self.i] == "{":
+            return self._subgraph(sub, ndef, edef, mentioned)
+        if kw is not None:
+            raise self._unexpected("a statement")
+        start = self.starts[self.i]
+        name = self._id("a node name, edge, attribute or subgraph")
+        if self.kinds[self.i] == ":":  # port and compass point: not needed for the graph
+            self.i += 1
+            self._id("a port name")
+            if self.kinds[self.i] == ":":
+                self.i += 1
+                self._id("a compass point")
+        if name not in self.nodes:
+            self.nodes[name] = DotNode(name, dict(ndef), sub, start)
+        mentioned.append(name)
+        return [name]
+
+    def _subgraph(self, parent: str | None, ndef: dict, edef: dict, mentioned: list[str]) -> list[str]:
+        if self._keyword(self.i) == "subgraph":
+            self.i += 1
+        name = self._id("a subgraph name") if self._is_id() else ""
+        if not name:
+            self.anon += 1
+            name = f"%anonymous{self.anon}"
+        sg = self.subgraphs.get(name)
+        if sg is None:
+            sg = self.subgraphs[name] = DotSubgraph(name, parent)
+        self._expect("{", "'{' to open the subgraph")
+        inner = self._stmt_list(name, sg.attrs, dict(ndef), dict(edef))
+        self._expect("}", f"'}}' to close subgraph {name}")
+        mentioned.extend(inner)
+        return inner
+
+    def _edges(self, tails: list[str], sub: str | None, ndef: dict, edef: dict, mentioned: list[str]) -> None:
+        chain = [tails]
+        while self.kinds[self.i] in ("->", "--"):
+            self.i += 1
+            chain.append(self._operand(sub, ndef, edef, mentioned))
+        attrs = dict(edef)
+        if self.kinds[self.i] == "[":
+            attrs.update(self._attr_lists())
+        for left, right in zip(chain, chain[1:]):
+            for tail in left:
+                for head in right:
+                    self.edges.append(DotEdge(tail, head, attrs))
+
+    def _attr_lists(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        kinds = self.kinds
+        while kinds[self.i] == "[":
+            self.i += 1
+            while kinds[self.i] != "]":
+                key = self._id("an attribute name or ']'")
+                if kinds[self.i] == "=":
+                    self.i += 1
+                    out[key] = self._id(f"a value for attribute {key}")
+                else:
+                    out[key] = "true"
+                if kinds[self.i] in (",", ";"):
+                    self.i += 1
+            self.i += 1
+        return out

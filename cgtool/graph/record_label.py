@@ -1,0 +1,137 @@
+"""Graphviz record labels (`{KERNEL | {ID | 0} | …}`) as nested lists, and the driver's key/value tables in them."""
+
+from __future__ import annotations
+
+import re
+from typing import Union
+
+Field = Union[str, "list[Field]"]
+
+_SPLIT = re.compile(r"(\\.|[{}|])", re.S)
+_PORT = re.compile(r"<[^>]*>")
+_ESCAPE = re.compile(r"\\(.)", re.S)
+_LINE_BREAKS = {"n": "\n", "l": "\n", "r": "\n"}
+
+
+def unescape(text: str) -> str:
+    """Record text with its escapes resolved: `\\<` is `<`, `\\{` is `{`, `\\n` a newline."""
+    if "\\" not in text:
+        return text
+    return _ESCAPE.sub(lambda m: _LINE_BREAKS.get(m.group(1), m.group(1)), text)
+
+
+def parse_record(label: str) -> list[Field]:
+    """The fields of a record label; a field is a stripped string or a list of fields (a `{…}` group).
+
+    Unbalanced braces (a hand-edited or cut label) are closed at the end rather than rejected.
+    """
+    stack: list[list[Field]] = [[]]
+    text: list[str] = []
+    group: list[Field] | None = None  # the group just closed, which is the current field
+
+    def end_field() -> None:
+        stack[-1].append(group if group is not None else "".join(text).strip())
+
+    for tok in _SPLIT.split(label):
+        if not tok:
+            continue
+        if tok == "{":
+            stack.append([])
+            text, group = [], None
+        elif tok == "}":
+            end_field()
+            text, group = [], (stack.pop() if len(stack) > 1 else None)  # a stray '}' is ignored
+        elif tok == "|":
+            end_field()
+            text, group = [], None
+        elif tok[0] == "\\" and len(tok) == 2:
+            text.append(_LINE_BREAKS.get(tok[1], tok[1]))
+        else:
+            text.append(_PORT.sub("", tok) if "<" in tok else tok)
+    end_field()
+    while len(stack) > 1:
+        inner = stack.pop()
+        stack[-1].append(inner)
+    fields = [f for f in stack[0] if f != ""]
+    if len(fields) == 1 and isinstance(fields[0], list):
+        return fields[0]
+    return fields
+
+
+def record_fields(fields: list[Field]) -> dict[str, str]:
+    """Flatten the driver's tables into "key" → "value", e.g. "Extent.Width" → "4096".
+
+    The driver writes three table shapes: `{key | value}`, `{{k1 | k2} | {v1 | v2}}` and
+    `{title | {k1 | k2} | {v1 | v2}}` (or `{{title1 | title2} | {keys…} | {values…}}`).
+    """
+    out: dict[str, str] = {}
+    for f in fields:
+        f = _unwrap(f)
+        if isinstance(f, list):
+            _table(f, "", out)
+    return out
+
+
+def _unwrap(f: Field) -> Field:
+    while isinstance(f, list) and len(f) == 1:
+        f = f[0]
+    return f
+
+
+def _keys(group: Field) -> list[str]:
+    group = _unwrap(group)
+    if isinstance(group, str):
+        return [group]
+    if len(group) == 2 and isinstance(group[0], str) and isinstance(_unwrap(group[1]), list):
+        return [f"{group[0]}.{k}" for k in _keys(group[1])]
+    return [k for g in group for k in _keys(g)]
+
+
+def _leaves(group: Field) -> list[str] | None:
+    group = _unwrap(group)
+    if isinstance(group, str):
+        return None
+    values = [_unwrap(v) for v in group]
+    return values if all(isinstance(v, str) for v in values) else None  # type: ignore[return-value]
+
+
+def _table(kids: list[Field], prefix: str, out: dict[str, str]) -> None:
+    kids = [_unwrap(k) for k in kids]
+    if all(isinstance(k, str) for k in kids):
+        if len(kids) >= 2:
+            out[prefix + kids[0]] = kids[1]  # type: ignore[operator,assignment]
+            for j, extra in enumerate(kids[2:], 2):
+                out[f"{prefix}{kids[0]}#{j}"] = extra  # type: ignore[assignment]
+        return
+    pairs = [_leaves(k) if isinstance(k, list) else None for k in kids]
+    # {{x | 0} | {y | 0} | {z | 0}}; two such rows read as {{keys} | {values}} below, as the driver means
+    if len(kids) > 2 and all(p is not None and len(p) == 2 for p in pairs):
+        for key, value in pairs:  # type: ignore[misc]
+            out[prefix + key] = value
+        return
+    if len(kids) == 2 and isinstance(kids[0], str):
+        _table(kids[1] if isinstance(kids[1], list) else [kids[1]], f"{prefix}{kids[0]}.", out)
+        return
+    if len(kids) == 2 and _zip(_keys(kids[0]), _leaves(kids[1]), prefix, out):
+        return
+    if len(kids) == 3 and isinstance(kids[0], str):
+        if _zip(_keys(kids[1]), _leaves(kids[2]), f"{prefix}{kids[0]}.", out):
+            return
+    if len(kids) == 3 and isinstance(kids[0], list) and isinstance(kids[1], list):
+        heads, keys, values = _keys(kids[0]), _keys(kids[1]), _leaves(kids[2])
+        if values is not None and 0 < len(heads) < len(keys) == len(values) and len(keys) % len(heads) == 0:
+            per = len(keys) // len(heads)
+            for i, (k, v) in enumerate(zip(keys, values)):
+                out[f"{prefix}{heads[i // per]}.{k}"] = v
+            return
+    for k in kids:
+        if isinstance(k, list):
+            _table(k, prefix, out)
+
+
+def _zip(keys: list[str], values: list[str] | None, prefix: str, out: dict[str, str]) -> bool:
+    if values is None or len(keys) != len(values):
+        return False
+    for k, v in zip(keys, values):
+        out[prefix + k] = v
+    return True
