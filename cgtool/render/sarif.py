@@ -34,7 +34,6 @@ def rule_help_uri(rule_id: str, docs_url: str = RULES_DOC_URL) -> str:
 def _descriptor(rule: Rule, docs_url: str) -> dict[str, Any]:
     return {
         "id": rule.id,
-        "name": rule.category,
         "shortDescription": {"text": rule.title},
         "fullDescription": {"text": rule.title + (" (detected only on a GPU)" if rule.needs_gpu else "")},
         "help": {"text": rule.hint,
@@ -81,7 +80,8 @@ def _result(f: Finding, script: ScriptResult, base_dir: str | Path | None, index
     return result
 
 
-def _notifications(result: LintResult, base_dir: str | Path | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _notifications(result: LintResult, base_dir: str | Path | None,
+                   index: dict[str, int]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(tool execution notifications for script errors, configuration notifications for skipped rules)."""
     execution = []
     for script in result.failed_scripts:
@@ -91,10 +91,13 @@ def _notifications(result: LintResult, base_dir: str | Path | None) -> tuple[lis
     configuration = []
     for rule_id in result.skipped_rules:
         reason = result.skipped_reason or f"needs a CUDA device; this run was on {result.device}"
+        rule_ref: dict[str, Any] = {"id": rule_id}
+        if rule_id in index:
+            rule_ref["index"] = index[rule_id]
         configuration.append({
             "level": "note",
             "message": {"text": f"{rule_id} was not checked: {reason}"},
-            "descriptor": {"id": rule_id},
+            "associatedRule": rule_ref,
         })
     return execution, configuration
 
@@ -103,7 +106,7 @@ def sarif_log(result: LintResult, *, base_dir: str | Path | None = None,
               command_line: Sequence[str] | None = None, docs_url: str = RULES_DOC_URL) -> dict[str, Any]:
     """The SARIF log as a dict. `base_dir` makes artifact URIs relative (uriBaseId %SRCROOT%)."""
     index = {r.id: i for i, r in enumerate(RULES)}
-    execution, configuration = _notifications(result, base_dir)
+    execution, configuration = _notifications(result, base_dir, index)
     invocation: dict[str, Any] = {
         "executionSuccessful": not result.failed_scripts,
         "exitCode": result.exit_code,
