@@ -79,7 +79,7 @@ def nice_step(span: float, target_ticks: int = 6) -> float:
     """A 1, 2 or 5 × 10^k step giving about target_ticks ticks over span."""
     raw = span / max(1, target_ticks)
     mag = 10 ** math.floor(math.log10(raw))
-    return next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    return min((m * mag for m in (1, 2, 5, 10)), key=lambda step: abs(math.log(step / raw)))
 
 
 def log_ticks(lo: float, hi: float) -> list[float]:
