@@ -18,10 +18,6 @@ def run_in_worker(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
     kind = job["kind"]
     if kind == "capture":
         return capture_job(job, progress).to_json()
-    if kind == "lint":
-        from cgtool.lint_run import lint_job
-
-        return lint_job(job, progress)
     if kind == "bench":
         from cgtool.bench.run import bench_job
 

@@ -1,9 +1,84 @@
-"""`cgtool lint` (placeholder until its issue lands)."""
+"""`cgtool lint`: the capture checks as a CI gate, with machine-readable output and exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
 
 import click
 
+FORMATS = ("text", "json", "sarif", "github", "junit")
+
 
 @click.command(name="lint")
-def lint() -> None:
-    """Not built yet."""
-    raise click.UsageError("cgtool lint is not built yet")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format [default: text, or `format` from [tool.cgtool]].")
+@click.option("--select", multiple=True, metavar="IDS", help="Only these rule ids or prefixes (CG1, CG201,CG302).")
+@click.option("--ignore", multiple=True, metavar="IDS", help="Leave out these rule ids or prefixes.")
+@click.option("--entry", default="step", show_default=True, help="The entry function scripts define.")
+@click.option("--warmup", type=click.IntRange(min=2), default=None, help="Traced warmup iterations [default: 3].")
+@click.option("--timeout", type=click.FloatRange(min=1), default=None, help="Seconds per script [default: 300].")
+@click.option("--cpu", "force_cpu", is_flag=True, help="Run the CPU analysis even when a GPU is present.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Scripts analysed in parallel (each in its own worker process).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the output to a file.")
+def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignore: tuple[str, ...], entry: str,
+         warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int, output: str | None) -> None:
+    """Check scripts (files, or folders searched for scripts with a step()) for what breaks capture.
+
+    \b
+    On a CUDA machine: traced warmup, a real capture and replay-versus-eager per script.
+    Without one: the CPU analysis (syncs, shapes, control flow, streams, RNG, host inputs); the
+    rules that need a GPU are listed as skipped.
+    Suppress a finding with `# cgtool: ignore[CG101]` on its line. Defaults come from
+    [tool.cgtool] in the nearest pyproject.toml (select, ignore, format, warmup, timeout).
+
+    \b
+    Exit codes: 0 no error-severity finding; 1 error findings or a script that could not be
+    analysed; 2 usage error (bad option, missing path, no scripts found).
+    """
+    from cgtool.lint_config import load_config
+    from cgtool.lint_filter import normalize_patterns
+    from cgtool.lint_run import LintOptions, lint_paths
+
+    config = load_config(paths[0] if os.path.isdir(paths[0]) else os.path.dirname(os.path.abspath(paths[0])))
+    sel = normalize_patterns(_split(select), "--select") if select else config.select
+    ign = normalize_patterns(_split(ignore), "--ignore") if ignore else config.ignore
+    opts = LintOptions(entry=entry, warmup=warmup or config.warmup or 3, timeout=timeout or config.timeout or 300.0,
+                       select=sel, ignore=ign, force_cpu=force_cpu, jobs=jobs)
+    result = lint_paths(paths, opts)
+    text = render(result, fmt or config.format or "text", to_tty=output is None and sys.stdout.isatty())
+    if output:
+        from cgtool.outputs import atomic_write
+
+        atomic_write(output, text)
+    else:
+        sys.stdout.write(text)
+    sys.exit(result.exit_code)
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def render(result, fmt: str, to_tty: bool) -> str:  # noqa: ANN001
+    if fmt == "json":
+        from cgtool.render.json_out import render_json
+
+        return render_json(result)
+    if fmt == "sarif":
+        from cgtool.render.sarif import render_sarif
+
+        return render_sarif(result, base_dir=os.getcwd(), command_line=sys.argv)
+    if fmt == "github":
+        from cgtool.render.github import render_github
+
+        return render_github(result, base_dir=os.getcwd())
+    if fmt == "junit":
+        from cgtool.render.junit import render_junit
+
+        return render_junit(result, base_dir=os.getcwd())
+    from cgtool.render.text import render_text
+
+    return render_text(result, color=to_tty and not os.environ.get("NO_COLOR"))

@@ -14,7 +14,7 @@ _COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
 def render_findings(findings: list[Finding], out: Console) -> None:
     for f in findings:
         colour = _COLOURS.get(f.severity, "white")
-        out.print(f"[bold]{escape(f.location)}[/]: [{colour}]{f.rule} [{f.category}][/] {escape(f.message)}",
+        out.print(f"[bold]{escape(f.location)}[/]: [{colour}]{f.rule} {escape('[' + f.category + ']')}[/] {escape(f.message)}",
                   soft_wrap=True)
         if f.source:
             out.print(f"    [dim]{escape(f.source)}[/]", soft_wrap=True)

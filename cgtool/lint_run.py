@@ -1,0 +1,97 @@
+"""`cgtool lint`'s core: find the scripts, analyse each in its own worker, filter, collect a LintResult."""
+
+from __future__ import annotations
+
+import ast
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Sequence
+
+from cgtool.errors import EXIT_USAGE, CgtoolError
+from cgtool.lint_filter import filter_findings, rule_enabled
+from cgtool.lint_result import ANALYSED, ERROR, LintResult, ScriptResult
+from cgtool.report import CAPTURE_FAILED, Report
+from cgtool.rules import RULES
+
+_SKIP_DIRS = {"__pycache__", ".git", ".venv", "venv", "node_modules", "build", "dist", "cgtool-out"}
+
+
+@dataclass(frozen=True)
+class LintOptions:
+    entry: str = "step"
+    warmup: int = 3
+    timeout: float = 300.0
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    force_cpu: bool = False
+    jobs: int = 1
+
+
+def defines_function(path: str, name: str) -> bool:
+    """True when the file defines `name` at top level (read with ast; nothing is imported)."""
+    try:
+        with open(path, "rb") as fh:
+            tree = ast.parse(fh.read(), path)
+    except (SyntaxError, ValueError, OSError):
+        return True  # let the analysis report the syntax error for this file
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in tree.body)
+
+
+def find_scripts(paths: Sequence[str], entry: str) -> list[str]:
+    """Files as given; folders searched recursively for .py files that define the entry function."""
+    found: list[str] = []
+    for path in paths:
+        if not os.path.exists(path):
+            raise CgtoolError(f"No such file or folder: {path}", EXIT_USAGE)
+        if os.path.isfile(path):
+            found.append(path)
+            continue
+        for root, dirs, files in os.walk(path):
+            dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
+            for f in sorted(files):
+                full = os.path.join(root, f)
+                if f.endswith(".py") and f != "__init__.py" and defines_function(full, entry):
+                    found.append(full)
+    return list(dict.fromkeys(found))
+
+
+def lint_paths(paths: Sequence[str], opts: LintOptions) -> LintResult:
+    from cgtool import __version__
+
+    scripts = find_scripts(paths, opts.entry)
+    if not scripts:
+        raise CgtoolError(f"No scripts with a `{opts.entry}()` function under {', '.join(paths)}.", EXIT_USAGE)
+    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+        results = list(pool.map(lambda p: lint_one(p, opts), scripts))
+    device = "cuda" if any(r.device == "cuda" for r in results) else "cpu"
+    return LintResult(scripts=results, version=__version__, device=device)
+
+
+def lint_one(path: str, opts: LintOptions) -> ScriptResult:
+    from cgtool.commands.common import report_from_outcome
+    from cgtool.worker import run_job
+
+    job = {"kind": "capture", "script": os.path.abspath(path), "entry": opts.entry, "force_cpu": opts.force_cpu,
+           "settings": {"warmup": opts.warmup, "timing": False, "checks": True, "replay_check": True}}
+    outcome = run_job(job, opts.timeout)
+    return script_result(path, report_from_outcome(job, outcome), opts)
+
+
+def script_result(path: str, report: Report, opts: LintOptions) -> ScriptResult:
+    """Turn a capture report into lint's per-script record (filtered and suppressed)."""
+    findings = filter_findings(report.findings, opts.select, opts.ignore)
+    errors = []
+    for e in report.errors:
+        if report.status == CAPTURE_FAILED and e.phase == "capture":
+            continue  # a failed capture is a finding (CG501 or the root cause), not a script error
+        frame = e.user_frame
+        where = f" at {os.path.relpath(frame.file)}:{frame.line}" if frame else ""
+        errors.append(f"{e.phase} failed{where}: {e.type}: {e.message}")
+    skipped: list[str] = []
+    reason = ""
+    if report.device != "cuda":
+        skipped = [r.id for r in RULES if r.needs_gpu and rule_enabled(r.id, opts.select, opts.ignore)]
+        reason = "no CUDA device: these rules need a real capture and replay"
+    return ScriptResult(path=path, entry=report.entry, status=ERROR if errors else ANALYSED, device=report.device,
+                        findings=findings, errors=errors, skipped_rules=skipped, skipped_reason=reason)
