@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import sys
@@ -52,7 +53,7 @@ def test_svg_has_axes_ticks_legend_and_one_point_per_size(tmp_path: Path) -> Non
 def test_sizes_are_evenly_spaced_on_a_log2_axis(tmp_path: Path) -> None:
     root = ET.parse(plot_sweep(sweep([1, 2, 4, 8]), tmp_path / "s.svg")).getroot()
     xs = [float(p.split(",")[0]) for p in next(root.iter(f"{SVG}polyline")).get("points", "").split()]
-    gaps = [b - a for a, b in zip(xs, xs[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(xs)]
     assert max(gaps) - min(gaps) < 0.2
 
 

@@ -9,7 +9,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from cgtool.bench.stats import Stats, median_rel_ci
 
@@ -36,7 +36,7 @@ class Block:
 
 
 # What measure_round returns: a Block, {clock: samples} (e.g. {"gpu": [...], "wall": [...]}), or one clock's list.
-RoundSamples = Union[Block, Mapping[str, Sequence[float]], Sequence[float]]
+RoundSamples = Block | Mapping[str, Sequence[float]] | Sequence[float]
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ SVG is written by hand (no dependency); PNG goes through matplotlib when it is i
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -25,8 +25,8 @@ class Series:
     label: str
     color: str
     dashed: bool
-    points: list[tuple[float, float]]  # (size, value)
-    band: list[tuple[float, float, float]] | None = None  # (size, low, high), drawn shaded
+    points: Sequence[tuple[float, float]]  # (size, value)
+    band: Sequence[tuple[float, float, float]] | None = None  # (size, low, high), drawn shaded
 
 
 def sweep_series(report: BenchReport) -> tuple[list[int], list[Series], list[Series]]:
@@ -78,7 +78,7 @@ def _title(report: BenchReport) -> str:
 def nice_step(span: float, target_ticks: int = 6) -> float:
     """A 1, 2 or 5 × 10^k step giving about target_ticks ticks over span."""
     raw = span / max(1, target_ticks)
-    mag = 10 ** math.floor(math.log10(raw))
+    mag = 10.0 ** math.floor(math.log10(raw))
     return min((m * mag for m in (1, 2, 5, 10)), key=lambda step: abs(math.log(step / raw)))
 
 
@@ -109,8 +109,10 @@ def render_svg(title: str, sizes: list[int], times: list[Series], speedups: list
         return LEFT + (math.log2(size) - lo_x + pad) / (hi_x - lo_x + 2 * pad) * plot_w
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
-        'font-family="Helvetica, Arial, sans-serif" font-size="12">',
+        (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" '
+            'font-family="Helvetica, Arial, sans-serif" font-size="12">'
+        ),
         f'<rect width="{WIDTH}" height="{HEIGHT}" fill="white"/>',
         f'<text x="{WIDTH / 2}" y="26" text-anchor="middle" font-size="15" font-weight="bold">{escape(title)}</text>',
     ]

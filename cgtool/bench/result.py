@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -150,8 +151,9 @@ class BenchResult:
                 raise ValueError(f"no {'/'.join(missing)} samples for mode {mode!r}")
         s, conf = rounds.samples, rounds.confidence
 
-        def boot(fn: Any, clock: str) -> Estimate:
-            return Estimate(*fn(s["eager"][clock], s["replay"][clock], conf, resamples, seed), confidence=conf)
+        def boot(fn: Callable[..., tuple[float, float, float]], clock: str) -> Estimate:
+            point, low, high = fn(s["eager"][clock], s["replay"][clock], conf, resamples, seed)
+            return Estimate(point, low, high, conf)
 
         return cls(
             script=script,

@@ -150,7 +150,8 @@ class Stats:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Stats:
-        return cls(**{f.name: (int(d[f.name]) if f.name in ("n", "outliers") else float(d[f.name])) for f in fields(cls)})
+        floats = {f.name: float(d[f.name]) for f in fields(cls) if f.name not in ("n", "outliers")}
+        return cls(n=int(d["n"]), outliers=int(d["outliers"]), **floats)
 
 
 def _finite(x: float) -> float | None:

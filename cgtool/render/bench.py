@@ -109,11 +109,15 @@ def detail_lines(result: BenchResult) -> list[str]:
     saved = result.overhead_saved_us
     floor = "summed kernel time" if result.floor_source == FLOOR_KERNELS else "replay's GPU time, no kernel sum measured"
     lines = [
-        f"speedup: wall {fmt_x(result.speedup_wall.point)} ({fmt_ci_x(result.speedup_wall)}), "
-        f"GPU {fmt_x(result.speedup_gpu.point)} ({fmt_ci_x(result.speedup_gpu)})",
+        (
+            f"speedup: wall {fmt_x(result.speedup_wall.point)} ({fmt_ci_x(result.speedup_wall)}), "
+            f"GPU {fmt_x(result.speedup_gpu.point)} ({fmt_ci_x(result.speedup_gpu)})"
+        ),
         f"launch overhead saved: {fmt_us(saved.point)} per iteration ({saved.confidence:.0%} CI {fmt_us(saved.low)} to {fmt_us(saved.high)})",
-        f"replay runs at {fmt_pct(result.replay_floor_share)} of GPU-bound speed, eager at {fmt_pct(result.eager_floor_share)} "
-        f"(floor {fmt_us(result.floor_us)}: {floor})",
+        (
+            f"replay runs at {fmt_pct(result.replay_floor_share)} of GPU-bound speed, eager at {fmt_pct(result.eager_floor_share)} "
+            f"(floor {fmt_us(result.floor_us)}: {floor})"
+        ),
     ]
     graph = [
         f"capture {result.capture_ms:.1f} ms" if result.capture_ms is not None else None,
