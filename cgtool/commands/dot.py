@@ -1,9 +1,97 @@
-"""`cgtool dot` (placeholder until its issue lands)."""
+"""`cgtool dot FILE`: summarize, render or compare captured graphs (no torch, no GPU)."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
 
 import click
 
+from cgtool.errors import EXIT_PROBLEMS, CgtoolError
+from cgtool.render.dot import DEFAULT_MAX_NODES
+
+if TYPE_CHECKING:
+    from cgtool.graph.model import Graph
+    from cgtool.graph.summary import GraphSummary
+
 
 @click.command(name="dot")
-def dot() -> None:
-    """Not built yet."""
-    raise click.UsageError("cgtool dot is not built yet")
+@click.argument("file", type=click.Path(dir_okay=True, path_type=str))
+@click.option("-o", "--output", metavar="OUT", help="Draw the graph to OUT (.svg, .png, .pdf; .dot writes cgtool's DOT).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary (or the comparison) as JSON.")
+@click.option("--no-fold", is_flag=True, help="Draw every node; do not fold repeated runs into one ×N block.")
+@click.option("--max-nodes", type=click.IntRange(min=1), default=DEFAULT_MAX_NODES, show_default=True, metavar="N",
+              help="Draw at most N nodes (after folding); a note says how many were left out.")
+@click.option("--diff", "other", metavar="B", type=click.Path(dir_okay=True, path_type=str),
+              help="Compare FILE (before) with B (after): nodes by kind and kernel, edges, depth.")
+@click.option("--fail-on-growth", type=click.FloatRange(min=0), metavar="PCT",
+              help="With --diff: exit 1 when B has more than PCT percent more nodes than FILE.")
+def dot(file: str, output: str | None, as_json: bool, no_fold: bool, max_nodes: int, other: str | None,
+        fail_on_growth: float | None) -> None:
+    """Make a captured CUDA graph understandable at a glance.
+
+    FILE is cgtool's report.json or graph.dot, or the driver's own DOT dump
+    (cudaGraphDebugDotPrint with any flags, as torch's CUDAGraph.debug_dump writes it).
+
+    \b
+      cgtool dot graph.dot                  tables: node types, kernels, copies, depth, repeats
+      cgtool dot graph.dot -o graph.svg     a picture (needs Graphviz's `dot` program)
+      cgtool dot old.dot --diff new.dot     what changed between two graphs
+      cgtool dot main/report.json --diff pr/report.json --fail-on-growth 5   a CI gate
+
+    Exit codes: 0 done, 1 the graph grew past --fail-on-growth, 2 unreadable input or bad
+    arguments, 3 Graphviz missing or the output not writable.
+    """
+    from cgtool.graph.graph_file import read_graph_file
+    from cgtool.graph.summary import summarize
+    from cgtool.render.console import console
+
+    if fail_on_growth is not None and other is None:
+        raise click.UsageError("--fail-on-growth needs --diff B: it compares two graphs")
+    if output and other:
+        raise click.UsageError("-o draws one graph; use it without --diff")
+    graph = read_graph_file(file)
+    if other is not None:
+        _diff(file, summarize(graph), other, as_json, fail_on_growth)
+        return
+    if output:
+        _draw(graph, output, not no_fold, max_nodes, quiet=as_json)
+    if as_json:
+        click.echo(json.dumps(summarize(graph).to_json(), indent=2))
+    elif not output:
+        from cgtool.render.graph_summary import render_summary
+
+        render_summary(summarize(graph), file, console())
+
+
+def _draw(graph: Graph, output: str, fold: bool, max_nodes: int, quiet: bool) -> None:
+    from cgtool.render.console import console
+    from cgtool.render.dot import graph_to_dot, output_format, render_file
+
+    output_format(output)  # a bad extension fails before any work
+    picture = graph_to_dot(graph, fold=fold, max_nodes=max_nodes)
+    render_file(picture.source, output)
+    cut = picture.graph_attr.get("cg_truncated")
+    note = f"; {int(cut):,} nodes not drawn (raise --max-nodes)" if cut else ""
+    console(stderr=quiet).print(f"wrote {output} ({len(graph.nodes):,} nodes{note})", soft_wrap=True)
+
+
+def _diff(before_path: str, before: GraphSummary, after_path: str, as_json: bool, fail_on_growth: float | None) -> None:
+    from cgtool.graph.diff import diff_summaries
+    from cgtool.graph.graph_file import read_graph_file
+    from cgtool.graph.summary import summarize
+    from cgtool.render.console import console
+
+    after = summarize(read_graph_file(after_path))
+    d = diff_summaries(before, after)
+    if as_json:
+        click.echo(json.dumps({"before": before.to_json(), "after": after.to_json(), **d.to_json()}, indent=2))
+    else:
+        from cgtool.render.graph_summary import render_diff
+
+        render_diff(d, before_path, after_path, console())
+    if fail_on_growth is not None and d.growth_pct > fail_on_growth:
+        nodes, kernels = d.total("nodes"), d.total("kernels")
+        raise CgtoolError(
+            f"the graph grew by {d.growth_pct:.1f}% ({nodes.before:,} → {nodes.after:,} nodes, "
+            f"{kernels.delta:+,} kernels), more than --fail-on-growth {fail_on_growth:g}%", EXIT_PROBLEMS)

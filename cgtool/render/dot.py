@@ -1,0 +1,220 @@
+"""cgtool's picture of a graph as DOT (graph.dot), and rendering DOT to SVG/PNG/PDF with Graphviz's `dot`.
+
+Nodes are coloured by kind (PALETTE), kernels show short names and launch dims, child graphs are
+clusters, and long repeated runs fold into one cluster labelled ×N. The `cg_*` attributes written
+here (see graph/cgtool_dot.py) let `cgtool dot graph.dot` read the same Graph back.
+"""
+
+from __future__ import annotations
+
+import os
+
+import graphviz
+
+from cgtool.errors import EXIT_ENVIRONMENT, EXIT_USAGE, CgtoolError
+from cgtool.graph.cgtool_dot import FORMAT, encode, encode_ids, node_attrs
+from cgtool.graph.folding import Repeat, find_repeats
+from cgtool.graph.model import Graph, GraphNode
+from cgtool.graph.topology import Adjacency, nodes_by_graph, topo_order
+from cgtool.render.bench import fmt_bytes
+
+DEFAULT_MAX_NODES = 500  # drawn nodes (after folding) before the picture is cut short
+
+# kind -> (fill colour, shape). The one palette for every picture cgtool draws.
+PALETTE: dict[str, tuple[str, str]] = {
+    "kernel": ("#cfe2ff", "box"),
+    "memcpy": ("#ffd8a8", "box"),
+    "memset": ("#fff3bf", "box"),
+    "host": ("#ffc9c9", "box"),
+    "graph": ("#e9ecef", "box3d"),
+    "empty": ("#ffffff", "circle"),
+    "event_record": ("#e5dbff", "ellipse"),
+    "event_wait": ("#e5dbff", "ellipse"),
+    "sema_signal": ("#d0bfff", "ellipse"),
+    "sema_wait": ("#d0bfff", "ellipse"),
+    "mem_alloc": ("#d3f9d8", "box"),
+    "mem_free": ("#b2f2bb", "box"),
+    "batch_mem_op": ("#ffe8cc", "box"),
+    "conditional": ("#fcc2d7", "diamond"),
+    "unknown": ("#dee2e6", "box"),
+}
+FORMATS = ("svg", "png", "pdf", "dot")
+
+
+def kind_word(kind: str) -> str:
+    """How tables and the picture's key name a node kind."""
+    return "child graph" if kind == "graph" else kind.replace("_", " ")
+
+
+def graph_to_dot(graph: Graph, fold: bool = True, max_nodes: int = DEFAULT_MAX_NODES) -> graphviz.Digraph:
+    """The graph as a graphviz.Digraph (`.source` is the DOT text). With `fold`, each run found by
+    graph.folding.find_repeats is drawn once as a cluster; past `max_nodes` drawn nodes the rest is
+    left out and a note says how many (such a file cannot be read back)."""
+    adj = Adjacency.of(graph)
+    repeats = find_repeats(graph, adj) if fold else []
+    hidden = {m for r in repeats for m in r.members[r.period :]}
+    drawn = [n for ids in nodes_by_graph(graph).values() for n in topo_order(graph, adj, ids) if n not in hidden]
+    cut = drawn[max_nodes:]
+    shown = set(drawn[:max_nodes])
+    title = f"{len(graph.nodes):,} nodes, {len(graph.edges):,} edges"
+    if repeats:
+        title += f" · {len(repeats)} repeated run{'s' if len(repeats) > 1 else ''} folded"
+    dot = graphviz.Digraph("cgtool", graph_attr={
+        "cg_format": FORMAT, "cg_source": encode(graph.source), "label": _title(graph, title), "labelloc": "t",
+        "fontname": "Helvetica", "fontsize": "12", "compound": "true", "pad": "0.3", "nodesep": "0.25", "ranksep": "0.3",
+    }, node_attr={"fontname": "Helvetica", "fontsize": "10", "style": "filled", "penwidth": "0.8",
+                  "margin": "0.12,0.04", "height": "0.3"},
+        edge_attr={"color": "#495057", "arrowsize": "0.6"})
+    if cut:
+        dot.graph_attr["cg_truncated"] = str(len(cut))
+    by_graph = _draw_nodes(dot, graph, repeats, shown)
+    _draw_edges(dot, graph, repeats, hidden, shown)
+    _draw_child_links(dot, graph, by_graph, shown)
+    if cut:
+        dot.node("more", graphviz.nohtml(f"… {len(cut):,} more nodes not drawn (--max-nodes {max_nodes})"),
+                 shape="note", style="", fillcolor="")
+    return dot
+
+
+def node_label(node: GraphNode) -> str:
+    """What a node says in the picture: short kernel name and launch dims, copy direction and size."""
+    lines = [node.name or node.kind]
+    if node.kind == "kernel" and node.launch:
+        lines.append(node.launch)
+    elif node.bytes is not None and node.kind in ("memcpy", "memset", "mem_alloc"):
+        lines.append(fmt_bytes(node.bytes))
+    if node.kind == "empty":
+        return ""
+    return "\\n".join(_text(line) for line in lines)
+
+
+def _text(s: str) -> str:
+    return s.replace("\\", "\\\\").replace('"', "'")
+
+
+def _draw_nodes(dot: graphviz.Digraph, graph: Graph, repeats: list[Repeat], shown: set[int]) -> dict[int, list[int]]:
+    fold_of = {n: r for r in repeats for n in r.first_block}
+    by_graph: dict[int, list[int]] = {}
+    for gid, ids in nodes_by_graph(graph).items():
+        ids = [n for n in ids if n in shown]
+        by_graph[gid] = ids
+        if not ids:
+            continue
+        target = dot if gid == 0 else graphviz.Digraph(f"cluster_graph{gid}")
+        if gid:
+            target.attr(label=_body_label(graph, gid), style="dashed,rounded", color="#868e96", cg_graph=str(gid),
+                        fontname="Helvetica", fontsize="10")
+        for r in (r for r in repeats if r.graph == gid):
+            sub = graphviz.Digraph(f"cluster_fold{r.members[0]}")
+            sub.attr(label=f"×{r.count:,}  ({r.period} node{'s' if r.period > 1 else ''} each, "
+                           f"{len(r.members):,} in all)",
+                     style="rounded,filled", fillcolor="#f8f9fa", color="#1c7ed6", penwidth="1.5",
+                     fontname="Helvetica-Bold", fontsize="11", fontcolor="#1864ab",
+                     cg_fold_ids=encode_ids(r.members), cg_period=str(r.period))
+            for n in r.first_block:
+                if n in shown:
+                    _node(sub, graph.nodes[n])
+            target.subgraph(sub)
+        for n in ids:
+            if n not in fold_of:
+                _node(target, graph.nodes[n])
+        if gid:
+            dot.subgraph(target)
+    return by_graph
+
+
+def _node(dot: graphviz.Digraph, node: GraphNode) -> None:
+    fill, shape = PALETTE.get(node.kind, PALETTE["unknown"])
+    extra = {"width": "0.2", "fixedsize": "true", "tooltip": "empty"} if node.kind == "empty" else {}
+    if node.kind in ("kernel", "memcpy", "memset", "host", "mem_alloc", "mem_free", "unknown", "batch_mem_op"):
+        extra["style"] = "filled,rounded"
+    if node.demangled and node.demangled != node.name:
+        extra["tooltip"] = _text(node.demangled)
+    dot.node(f"n{node.id}", graphviz.nohtml(node_label(node)), fillcolor=fill, shape=shape,
+             **extra, **{k: graphviz.nohtml(v) for k, v in node_attrs(node).items()})
+
+
+def _draw_edges(dot: graphviz.Digraph, graph: Graph, repeats: list[Repeat], hidden: set[int], shown: set[int]) -> None:
+    rep = {}  # member of a later copy -> the first-copy node drawn for it
+    first, link_from = {}, {}
+    for r in repeats:
+        for k, m in enumerate(r.members):
+            rep[m] = r.members[k % r.period]
+        first.update({m: r for m in r.first_block})
+        link_from.update({m: r for m in r.block(1)})
+    for a, b in graph.edges:
+        ra, rb = rep.get(a, a), rep.get(b, b)
+        if ra not in shown or rb not in shown:
+            continue
+        if a in first and link_from.get(b) is first[a]:  # copy 1 -> copy 2, drawn once for all copies
+            dot.edge(f"n{ra}", f"n{rb}", style="dashed", color="#1c7ed6", constraint="false", cg_link="1",
+                     tailport="e", headport="e", xlabel="next copy", fontsize="8", fontcolor="#1c7ed6",
+                     fontname="Helvetica")
+        elif a in hidden and b in hidden:
+            continue  # inside a later copy, or from one later copy to the next: implied by the fold
+        elif a in hidden:  # leaves the last copy
+            dot.edge(f"n{ra}", f"n{b}", cg_from=str(a))
+        else:
+            dot.edge(f"n{a}", f"n{b}")
+
+
+def _draw_child_links(dot: graphviz.Digraph, graph: Graph, by_graph: dict[int, list[int]], shown: set[int]) -> None:
+    for node in graph.nodes:
+        if node.child is None or node.id not in shown or not by_graph.get(node.child):
+            continue
+        dot.edge(f"n{node.id}", f"n{by_graph[node.child][0]}", lhead=f"cluster_graph{node.child}", style="dotted",
+                 color="#868e96", arrowhead="odot", cg_visual="1")
+
+
+def _body_label(graph: Graph, gid: int) -> str:
+    owner = next((n for n in graph.nodes if n.child == gid or gid in n.attrs.get("bodies", ())), None)
+    if owner is None:
+        return f"graph {gid}"
+    if owner.kind == "conditional":
+        return f"{owner.attrs.get('cond_type', 'conditional')} body (graph {gid}, of node {owner.id})"
+    return f"child graph {gid} (node {owner.id})"
+
+
+def _title(graph: Graph, title: str) -> str:
+    """The picture's heading: counts, then a colour key of the kinds present (an HTML-like label)."""
+    kinds = sorted(graph.count_by_kind(), key=list(PALETTE).index)
+    cells = "".join(f'<TD BGCOLOR="{PALETTE[k][0]}" BORDER="1">{kind_word(k)}</TD>' for k in kinds)
+    title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    if len(kinds) < 2:  # one colour needs no key
+        return f"<{title}>"
+    key = f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="2"><TR>{cells}</TR></TABLE>'
+    return f'<<TABLE BORDER="0"><TR><TD>{title}</TD></TR><TR><TD><FONT POINT-SIZE="9">{key}</FONT></TD></TR></TABLE>>'
+
+
+
+def render_source(source: str, fmt: str) -> bytes:
+    """DOT text rendered by Graphviz's `dot` program as `fmt` (svg, png, pdf)."""
+    try:
+        return graphviz.pipe("dot", fmt, source.encode(), quiet=True)
+    except graphviz.ExecutableNotFound:
+        raise CgtoolError(
+            "Rendering needs Graphviz's `dot` program, which is not on PATH. Install it with "
+            "`apt-get install graphviz` (Debian/Ubuntu) or `brew install graphviz` (macOS), "
+            "or write DOT instead with `-o graph.dot`.", EXIT_ENVIRONMENT) from None
+    except graphviz.CalledProcessError as exc:
+        detail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
+        raise CgtoolError(f"Graphviz `dot` failed: {detail[-1] if detail else exc}", EXIT_ENVIRONMENT) from None
+
+
+def output_format(out_path: str) -> str:
+    """The format an output path asks for by its extension, or a CgtoolError(EXIT_USAGE)."""
+    fmt = os.path.splitext(out_path)[1].lstrip(".").lower()
+    if fmt not in FORMATS:
+        raise CgtoolError(f"Cannot write {out_path}: the output must end in .svg, .png, .pdf or .dot", EXIT_USAGE)
+    return fmt
+
+
+def render_file(dot_source: str, out_path: str) -> None:
+    """Write `dot_source` to out_path, rendered as its extension says (.svg, .png, .pdf; .dot is the text)."""
+    fmt = output_format(out_path)
+    data = dot_source.encode() if fmt == "dot" else render_source(dot_source, fmt)
+    try:
+        with open(out_path, "wb") as fh:
+            fh.write(data)
+    except OSError as exc:
+        raise CgtoolError(f"Cannot write {out_path}: {exc.strerror or exc}", EXIT_ENVIRONMENT) from None
