@@ -42,9 +42,9 @@ class CaptureFailed(Exception):
         self.record = record
 
 
-def run_iteration(script: Script, state: Args, i: int, device: Any, phase: str) -> Any:
+def run_iteration(script: Script, state: Args, i: int, device: Any, phase: str, size: int | None = None) -> Any:
     try:
-        inputs = script.call_inputs(i, device)
+        inputs = script.call_inputs(i, device, size)
     except Exception as exc:
         raise ScriptRaised("inputs", exc) from None
     try:
@@ -53,7 +53,8 @@ def run_iteration(script: Script, state: Args, i: int, device: Any, phase: str) 
         raise ScriptRaised(phase, exc) from None
 
 
-def warmup(script: Script, state: Args, device: Any, n: int, stream: Any, tracer: Any = None) -> None:
+def warmup(script: Script, state: Args, device: Any, n: int, stream: Any, tracer: Any = None,
+           size: int | None = None) -> None:
     """n eager iterations on the side stream (lazy init, cuBLAS handles, autotuning happen here)."""
     import torch
 
@@ -61,7 +62,7 @@ def warmup(script: Script, state: Args, device: Any, n: int, stream: Any, tracer
     with torch.cuda.stream(stream):
         for i in range(n):
             with tracer.iteration(i) if tracer is not None else nullcontext():
-                run_iteration(script, state, i, device, "warmup")
+                run_iteration(script, state, i, device, "warmup", size)
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
 

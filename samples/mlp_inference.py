@@ -18,9 +18,10 @@ def setup(device):
     return {"model": model}
 
 
-def inputs(i, device):
+def inputs(i, device, size=BATCH):
+    """`size` is the batch size; `cgtool bench --sizes 1,8,32` captures one graph per size."""
     g = torch.Generator().manual_seed(i)  # CPU generator: inputs are made outside the step
-    return {"x": torch.randn(BATCH, WIDTH, generator=g).to(device)}
+    return {"x": torch.randn(size, WIDTH, generator=g).to(device)}
 
 
 @torch.no_grad()

@@ -1,9 +1,154 @@
-"""`cgtool bench` (placeholder until its issue lands)."""
+"""`cgtool bench`: a careful eager-versus-replay measurement, with sweeps, plots and a CI gate."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
 
 import click
 
+from cgtool.commands.common import script_options
+
+
+def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
+    if not value:
+        return None
+    try:
+        sizes = [int(v) for v in value.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"expected whole numbers separated by commas, got {value!r}") from None
+    if not sizes or any(s < 1 for s in sizes):
+        raise click.BadParameter("sizes must be positive whole numbers")
+    return list(dict.fromkeys(sizes))
+
 
 @click.command(name="bench")
-def bench() -> None:
-    """Not built yet."""
-    raise click.UsageError("cgtool bench is not built yet")
+@script_options
+@click.option("--budget-s", type=click.FloatRange(min=0.5), default=10.0, show_default=True,
+              help="Stop measuring after this many seconds per size, converged or not.")
+@click.option("--ci", "ci_pct", type=click.FloatRange(min=0.01, max=50), default=1.0, show_default=True,
+              help="Stop once the 95% CI of every median is within ± this many percent.")
+@click.option("--iters", type=click.IntRange(min=1), default=None,
+              help="Time exactly this many iterations per mode instead (no adaptive stopping).")
+@click.option("--l2-flush", is_flag=True, help="Flush the L2 cache before every timed iteration (cold-cache timing).")
+@click.option("--sizes", callback=_sizes, default=None, metavar="N,N,...",
+              help="Sweep: pass size=N to setup/inputs and capture one graph per size.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
+              help="Draw speedup and both times against size (.svg, or .png with matplotlib).")
+@click.option("--compare", "baseline", type=click.Path(dir_okay=False), default=None,
+              help="A bench JSON (from --out) to compare with, size by size.")
+@click.option("--fail-if-slower", type=click.FloatRange(min=0), default=None, metavar="PCT",
+              help="With --compare: exit 1 when replay got slower by more than PCT percent and the CI.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the bench JSON here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the bench JSON on stdout instead of tables.")
+@click.option("-q", "--quiet", is_flag=True, help="Print only the verdict (and problems).")
+def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s: float, ci_pct: float,
+          iters: int | None, l2_flush: bool, sizes: list[int] | None, plot_path: str | None, baseline: str | None,
+          fail_if_slower: float | None, out_file: str | None, as_json: bool, quiet: bool) -> None:
+    """Measure eager steps against graph replays of TARGET (script.py or script.py:function).
+
+    \b
+    Warm up, capture once, then time eager and replay in alternating rounds (ABBA), each block timed
+    with CUDA events (GPU time) and the host clock with a synchronize (wall time). Measuring stops
+    when every median's 95% CI is within ±--ci percent, or --budget-s runs out; the verdict says which.
+    The speedup comes with a bootstrap 95% CI. Method and definitions: docs/bench.md.
+
+    \b
+    Exit codes: 0 measured; 1 a size failed, or --fail-if-slower found a regression; 2 usage error;
+    3 no CUDA device; 4 the worker crashed or timed out; 130 interrupted.
+    """
+    from cgtool.commands.common import make_job
+    from cgtool.errors import EXIT_USAGE, CgtoolError
+
+    if fail_if_slower is not None and not baseline:
+        raise CgtoolError("--fail-if-slower needs --compare BASELINE.json", EXIT_USAGE)
+    if plot_path and not plot_path.lower().endswith((".svg", ".png")):
+        raise CgtoolError(f"--plot takes a .svg or .png file, not {plot_path}", EXIT_USAGE)
+    base_report = None
+    if baseline:
+        from cgtool.bench.result import read_bench_report
+
+        base_report = read_bench_report(baseline)  # fail early, before minutes of measuring
+    job = make_job("bench", target, entry, warmup, settings={
+        "budget_s": budget_s, "target": ci_pct / 100.0, "iters": iters, "l2_flush": l2_flush, "sizes": sizes})
+    per_size = budget_s if iters is None else 60.0
+    total_timeout = max(timeout, 60.0 + (len(sizes or [None]) * (per_size + 30.0)))
+    report, outcome = _run(job, total_timeout, show=not (as_json or quiet))
+    finish(report, outcome, base_report, fail_if_slower, plot_path, out_file, as_json, quiet)
+
+
+def _run(job: dict[str, Any], timeout: float, show: bool):
+    from cgtool.bench.result import BenchReport
+    from cgtool.render.console import console
+    from cgtool.report import ErrorRecord
+    from cgtool.worker import run_job
+
+    if show:
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        from cgtool.bench.adaptive import Progress as RoundProgress
+        from cgtool.render.bench import progress_text
+
+        with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                      console=console(stderr=True), transient=True) as bar:
+            task = bar.add_task("starting worker…", total=1.0)
+
+            def on_event(event: dict[str, Any]) -> None:
+                size = f"size {event['size']} · " if event.get("size") is not None else ""
+                if event.get("phase"):
+                    bar.update(task, description=f"{size}{event['phase']} {event.get('detail', '')}".strip(),
+                               completed=0)
+                if event.get("progress"):
+                    p = RoundProgress.from_json(event["progress"])
+                    bar.update(task, description=size + progress_text(p), completed=p.fraction)
+
+            outcome = run_job(job, timeout, on_event)
+    else:
+        outcome = run_job(job, timeout)
+    if outcome.result is not None:
+        return BenchReport.from_json(outcome.result), outcome
+    from cgtool import __version__
+
+    err = ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message)
+    return BenchReport((), dict(job["settings"]), (err,), __version__), outcome
+
+
+def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | None, plot_path: str | None,
+           out_file: str | None, as_json: bool, quiet: bool) -> None:
+    from cgtool.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WORKER
+    from cgtool.render.bench import render_bench
+    from cgtool.render.console import console
+
+    comparison = None
+    if base_report is not None and report.results:
+        from cgtool.bench.compare import compare
+
+        comparison = compare(report, base_report, pct=fail_if_slower or 0.0)
+    data = json.dumps(report.to_json(), indent=1) + "\n"
+    if out_file:
+        from cgtool.outputs import atomic_write
+
+        atomic_write(out_file, data)
+    if plot_path and report.results:
+        from cgtool.bench.plot import plot_sweep
+
+        plot_sweep(report, plot_path)
+    if as_json:
+        sys.stdout.write(data)
+    else:
+        render_bench(report, console(), comparison, quiet=quiet)
+    if outcome.failure == "interrupted":
+        sys.exit(130)
+    if outcome.failure is not None:
+        sys.exit(EXIT_WORKER)
+    types = {e.type for e in report.errors}
+    if "usage" in types:
+        sys.exit(EXIT_USAGE)
+    if "environment" in types:
+        sys.exit(EXIT_ENVIRONMENT)
+    if report.errors or not report.results:
+        sys.exit(EXIT_PROBLEMS)
+    if comparison is not None and fail_if_slower is not None and comparison.regressed(fail_if_slower):
+        sys.exit(EXIT_PROBLEMS)
+    sys.exit(EXIT_OK)

@@ -1,0 +1,144 @@
+"""`cgtool bench` in the worker: per size, warm up, capture once, then time eager and replay adaptively."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from cgtool.errors import CgtoolError
+from cgtool.report import ErrorRecord
+from cgtool.worker import Progress
+
+
+def bench_job(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    from cgtool import __version__
+    from cgtool.bench.result import BenchReport
+    from cgtool.harness import CaptureFailed
+    from cgtool.jobs import script_error
+    from cgtool.script import ScriptRaised, load_script
+
+    settings = job["settings"]
+    results, errors = [], []
+    try:
+        progress.phase("load", job["script"])
+        script = load_script(job["script"], job["entry"])
+        import torch
+
+        if not torch.cuda.is_available():
+            raise CgtoolError("cgtool bench needs a CUDA device; none is visible to torch here. "
+                              "`cgtool capture` and `cgtool lint` still analyse the script on CPU.", 3)
+        sizes = settings.get("sizes") or [None]
+        if sizes != [None] and not script.accepts_size():
+            raise CgtoolError(f"--sizes needs setup(device, size) or inputs(i, device, size) in {job['script']}; "
+                              "neither takes a `size` parameter.")
+        for size in sizes:
+            try:
+                results.append(bench_one(script, size, settings, progress))
+            except ScriptRaised as exc:
+                errors.append(script_error(exc))
+            except CaptureFailed as failed:
+                errors.append(failed.record)
+                break  # the CUDA context is unusable after a failed capture
+    except CgtoolError as exc:
+        errors.append(ErrorRecord("load", "usage" if exc.exit_code == 2 else "environment", exc.message))
+    except ScriptRaised as exc:
+        errors.append(script_error(exc))
+    return BenchReport(tuple(results), dict(settings), tuple(errors), __version__).to_json()
+
+
+def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress: Progress):
+    import torch
+
+    from cgtool.bench.adaptive import Block, run_rounds
+    from cgtool.bench.result import BenchResult
+    from cgtool.bench.timing import calibrate, time_block
+    from cgtool.environment import environment
+    from cgtool.harness import capture, instantiate, warmup
+    from cgtool.script import ScriptRaised
+
+    device = torch.device("cuda")
+    label = f" size={size}" if size is not None else ""
+    progress.phase("setup", label.strip())
+    try:
+        state = script.call_setup(device, size)
+    except Exception as exc:
+        raise ScriptRaised("setup", exc) from None
+    stream = torch.cuda.Stream()
+    n_warm = int(settings.get("warmup", 3))
+    progress.phase("warmup", f"{n_warm} iterations{label}")
+    warmup(script, state, device, n_warm, stream, size=size)
+    try:
+        static_inputs = script.call_inputs(n_warm, device, size)
+    except Exception as exc:
+        raise ScriptRaised("inputs", exc) from None
+    progress.phase("capture", label.strip())
+    torch.cuda.synchronize()
+    reserved = torch.cuda.memory_reserved()
+    captured = capture(script, state, static_inputs, stream, "global")
+    pool_bytes = max(0, torch.cuda.memory_reserved() - reserved)
+    inst_ms = instantiate(captured)
+
+    def eager() -> None:
+        script.call_step(state, static_inputs)
+
+    def replay() -> None:
+        captured.graph.replay()
+
+    fns = {"eager": eager, "replay": replay}
+    flush = _l2_flusher() if settings.get("l2_flush") else None
+    with torch.cuda.stream(stream):
+        iters = {m: (1 if flush else calibrate(fn, target_ms=float(settings.get("block_ms", 5.0)))) for m, fn in fns.items()}
+
+        def measure_round(mode: str) -> Block:
+            gpu, wall = time_block(fns[mode], iters[mode], stream, flush)
+            return Block({"gpu": [gpu], "wall": [wall]}, iterations=iters[mode])
+
+        def on_progress(p: Any) -> None:
+            progress.emit(progress=p.to_json(), size=size)
+
+        progress.phase("measure", label.strip())
+        fixed = settings.get("iters")
+        rounds = run_rounds(
+            measure_round,
+            target_rel_ci=None if fixed else float(settings.get("target", 0.01)),
+            budget_s=math.inf if fixed else float(settings.get("budget_s", 10.0)),
+            max_iterations=int(fixed) if fixed else 1_000_000,
+            on_progress=on_progress,
+        )
+        floor = kernel_floor_us(replay)
+    return BenchResult.from_rounds(rounds, script=script.path, entry=script.entry, size=size, gpu_floor_us=floor,
+                                   capture_ms=captured.capture_ms, instantiate_ms=inst_ms, pool_bytes=pool_bytes,
+                                   environment=environment())
+
+
+def _l2_flusher():
+    """A callable that evicts the L2 cache by writing a buffer twice its size."""
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    size = 2 * int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
+    buf = torch.empty(size, dtype=torch.uint8, device="cuda")
+    return lambda: buf.zero_()
+
+
+def kernel_floor_us(replay: Any, n: int = 5) -> float | None:
+    """Summed GPU kernel time per replay, from torch's profiler (CUPTI); None where it is unavailable.
+
+    For a graph whose kernels run one after another this is the GPU-bound floor; for graphs with
+    parallel branches it overstates the floor (kernels overlap), which the docs say.
+    """
+    try:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(n):
+                replay()
+            torch.cuda.synchronize()
+        total = 0.0
+        for evt in prof.events():
+            if str(getattr(evt, "device_type", "")).endswith("CUDA"):
+                total += float(getattr(evt, "device_time", None) or getattr(evt, "cuda_time", 0.0) or 0.0)
+        return total / n if total > 0 else None
+    except Exception:
+        return None
