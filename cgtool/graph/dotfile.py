@@ -27,8 +27,7 @@ _KEYWORDS = {"strict", "graph", "digraph", "subgraph", "node", "edge"}
 class DotNode:
     name: str
     attrs: dict[str, str]
-    subgraph: str | None  # innermost subgraph the node was first declared in; None = the root graph
-    pos: int  # offset of its first mention in the text
+    subgraph: str | None  # innermost subgraph the node was first mentioned in; None = the root graph
 
 
 @dataclass(slots=True)
@@ -59,8 +58,10 @@ def unquote(raw: str) -> str:
     """A quoted DOT string's value: `\\"` becomes `"` and backslash-newline joins lines; other escapes
     (`\\n`, `\\l`, `\\<` in records) stay, because they belong to the label language, not DOT."""
     body = raw[1:-1]
-    if "\\" in body:
-        body = body.replace('\\"', '"').replace("\\\r\n", "").replace("\\\n", "")
+    if '\\"' in body:
+        body = body.replace('\\"', '"')
+    if "\\\n" in body:
+        body = body.replace("\\\r\n", "").replace("\\\n", "")
     return body
 
 
@@ -76,7 +77,7 @@ class _Parser:
         self.text, self.path = text, path
         self.kinds: list[str] = []  # "q" quoted, "id", "html", an operator itself, or "end"
         self.values: list[str] = []
-        self.starts: list[int] = []
+        self._starts: list[int] | None = None  # token offsets, computed only for an error message
         self._tokenize()
         self.i = 0
         self.nodes: dict[str, DotNode] = {}
@@ -86,39 +87,43 @@ class _Parser:
 
     # -- tokens ---------------------------------------------------------------------------------
     def _tokenize(self) -> None:
-        text, kinds, values, starts = self.text, self.kinds, self.values, self.starts
+        """findall is the fast path (no match objects); HTML-like ids and bad input take _scan."""
+        toks = _TOKEN.findall(self.text)
+        if any(op == "<" or bad for _, _, op, _, bad in toks):
+            self.kinds, self.values, self._starts = self._scan()
+            return
+        self.kinds = ["q" if q else "id" if name else op or "end" for q, name, op, _, _ in toks]
+        self.values = [unquote(q) if q else name or op for q, name, op, _, _ in toks]
+
+    @property
+    def starts(self) -> list[int]:
+        """Each token's offset in the text: only error messages need them, so only they pay for them."""
+        if self._starts is None:
+            self._starts = self._scan()[2]
+        return self._starts
+
+    def _scan(self) -> tuple[list[str], list[str], list[int]]:
+        text, kinds, values, starts = self.text, [], [], []
         pos = 0
         while True:
             for m in _TOKEN.finditer(text, pos):
-                kind = m.lastgroup
-                if kind == "q":
-                    kinds.append("q")
-                    values.append(unquote(m.group("q")))
-                    starts.append(m.start("q"))
-                elif kind == "id":
-                    kinds.append("id")
-                    values.append(m.group("id"))
-                    starts.append(m.start("id"))
-                elif kind == "op":
-                    op, start = m.group("op"), m.start("op")
-                    if op == "<":
-                        pos = self._html(start)
-                        break
-                    kinds.append(op)
-                    values.append(op)
+                kind, start = m.lastgroup or "bad", m.start(m.lastgroup or "bad")
+                if kind == "bad":
+                    self._bad_char(start)
+                if kind == "op" and m.group("op") == "<":
+                    pos, html = self._html(start)
+                    kinds.append("html")
+                    values.append(html)
                     starts.append(start)
-                elif kind == "end":
-                    kinds.append("end")
-                    values.append("")
-                    starts.append(len(text))
-                    return
-                else:
-                    self._bad_char(m.start("bad"))
-            else:  # pragma: no cover - the `end` alternative always matches last
-                return
+                    break
+                kinds.append(m.group("op") if kind == "op" else kind)
+                values.append(unquote(m.group("q")) if kind == "q" else m.group(kind))
+                starts.append(start)
+                if kind == "end":
+                    return kinds, values, starts
 
-    def _html(self, start: int) -> int:
-        """An HTML-like id `<...>` with nested angle brackets; returns the offset after it."""
+    def _html(self, start: int) -> tuple[int, str]:
+        """An HTML-like id `<...>` with nested angle brackets: (offset after it, its inside)."""
         depth, text = 0, self.text
         for j in range(start, len(text)):
             ch = text[j]
@@ -127,10 +132,7 @@ class _Parser:
             elif ch == ">":
                 depth -= 1
                 if depth == 0:
-                    self.kinds.append("html")
-                    self.values.append(text[start + 1 : j])
-                    self.starts.append(start)
-                    return j + 1
+                    return j + 1, text[start + 1 : j]
         raise self._error(start, "an HTML-like label '<...>' is never closed (is the file truncated?)")
 
     def _bad_char(self, pos: int) -> None:
@@ -239,7 +241,6 @@ class _Parser:
             return self._subgraph(sub, ndef, edef, mentioned)
         if kw is not None:
             raise self._unexpected("a statement")
-        start = self.starts[self.i]
         name = self._id("a node name, edge, attribute or subgraph")
         if self.kinds[self.i] == ":":  # port and compass point: not needed for the graph
             self.i += 1
@@ -248,7 +249,7 @@ class _Parser:
                 self.i += 1
                 self._id("a compass point")
         if name not in self.nodes:
-            self.nodes[name] = DotNode(name, dict(ndef), sub, start)
+            self.nodes[name] = DotNode(name, dict(ndef), sub)
         mentioned.append(name)
         return [name]
 

@@ -10,6 +10,7 @@ Field = Union[str, "list[Field]"]
 _SPLIT = re.compile(r"(\\.|[{}|])", re.S)
 _PORT = re.compile(r"<[^>]*>")
 _ESCAPE = re.compile(r"\\(.)", re.S)
+_BREAK = re.compile(r"\\[nlr]")
 _LINE_BREAKS = {"n": "\n", "l": "\n", "r": "\n"}
 
 
@@ -17,7 +18,9 @@ def unescape(text: str) -> str:
     """Record text with its escapes resolved: `\\<` is `<`, `\\{` is `{`, `\\n` a newline."""
     if "\\" not in text:
         return text
-    return _ESCAPE.sub(lambda m: _LINE_BREAKS.get(m.group(1), m.group(1)), text)
+    if _BREAK.search(text):
+        return _ESCAPE.sub(lambda m: _LINE_BREAKS.get(m.group(1), m.group(1)), text)
+    return _ESCAPE.sub(r"\1", text)  # no Python call per escape: kernel names have many
 
 
 def parse_record(label: str) -> list[Field]:
@@ -78,11 +81,13 @@ def _unwrap(f: Field) -> Field:
     return f
 
 
-def _keys(group: Field) -> list[str]:
+def _keys(group: Field, titled: bool = True) -> list[str]:
+    """Key paths of a header group: `{a | {loc | {type | id}}}` is a, loc.type, loc.id. A top-level
+    `{title | {…}}` is read as titled keys unless `titled` is False (the count decides, see _zip)."""
     group = _unwrap(group)
     if isinstance(group, str):
         return [group]
-    if len(group) == 2 and isinstance(group[0], str) and isinstance(_unwrap(group[1]), list):
+    if titled and len(group) == 2 and isinstance(group[0], str) and isinstance(_unwrap(group[1]), list):
         return [f"{group[0]}.{k}" for k in _keys(group[1])]
     return [k for g in group for k in _keys(g)]
 
@@ -112,10 +117,10 @@ def _table(kids: list[Field], prefix: str, out: dict[str, str]) -> None:
     if len(kids) == 2 and isinstance(kids[0], str):
         _table(kids[1] if isinstance(kids[1], list) else [kids[1]], f"{prefix}{kids[0]}.", out)
         return
-    if len(kids) == 2 and _zip(_keys(kids[0]), _leaves(kids[1]), prefix, out):
+    if len(kids) == 2 and _zip(kids[0], _leaves(kids[1]), prefix, out):
         return
     if len(kids) == 3 and isinstance(kids[0], str):
-        if _zip(_keys(kids[1]), _leaves(kids[2]), f"{prefix}{kids[0]}.", out):
+        if _zip(kids[1], _leaves(kids[2]), f"{prefix}{kids[0]}.", out):
             return
     if len(kids) == 3 and isinstance(kids[0], list) and isinstance(kids[1], list):
         heads, keys, values = _keys(kids[0]), _keys(kids[1]), _leaves(kids[2])
@@ -129,9 +134,13 @@ def _table(kids: list[Field], prefix: str, out: dict[str, str]) -> None:
             _table(k, prefix, out)
 
 
-def _zip(keys: list[str], values: list[str] | None, prefix: str, out: dict[str, str]) -> bool:
-    if values is None or len(keys) != len(values):
+def _zip(header: Field, values: list[str] | None, prefix: str, out: dict[str, str]) -> bool:
+    """Pair a header group's keys with a row of values, if some reading of the header fits the row."""
+    if values is None:
         return False
-    for k, v in zip(keys, values):
-        out[prefix + k] = v
-    return True
+    for keys in (_keys(header), _keys(header, titled=False)):
+        if len(keys) == len(values):
+            for k, v in zip(keys, values):
+                out[prefix + k] = v
+            return True
+    return False

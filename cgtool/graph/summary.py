@@ -39,6 +39,7 @@ class RepeatGroup:
     graph: int
     count: int  # copies in a row
     block: tuple[str, ...]  # node names of one copy, in order
+    kinds: tuple[str, ...]  # their kinds
     first: int  # node id where the run starts
 
     @property
@@ -47,7 +48,7 @@ class RepeatGroup:
 
     def to_json(self) -> dict[str, Any]:
         return {"graph": self.graph, "count": self.count, "period": len(self.block), "nodes": self.nodes,
-                "block": list(self.block), "first_node": self.first}
+                "block": list(self.block), "kinds": list(self.kinds), "first_node": self.first}
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,8 @@ def summarize(graph: Graph, repeats: list[Repeat] | None = None) -> GraphSummary
         roots=sum(1 for n in top if not adj.pred[n]),
         leaves=sum(1 for n in top if not adj.succ[n]),
         repeats=tuple(
-            RepeatGroup(r.graph, r.count, tuple(graph.nodes[n].name for n in r.first_block), r.members[0])
+            RepeatGroup(r.graph, r.count, tuple(graph.nodes[n].name for n in r.first_block),
+                        tuple(graph.nodes[n].kind for n in r.first_block), r.members[0])
             for r in repeats
         ),
     )
@@ -113,7 +115,7 @@ def _kernels(graph: Graph) -> tuple[KernelGroup, ...]:
     launches: dict[str, Counter[str]] = {}
     symbol: dict[str, str] = {}
     for n in graph.kernels:
-        launches.setdefault(n.name, Counter())[n.launch or "?"] += 1
+        launches.setdefault(n.name, Counter())[n.launch or "unknown"] += 1
         symbol.setdefault(n.name, n.demangled or n.mangled or n.name)
     groups = [
         KernelGroup(name, sum(c.values()), tuple(c.most_common()), symbol[name]) for name, c in launches.items()
