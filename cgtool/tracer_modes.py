@@ -1,0 +1,606 @@
+"""Tracer: records a Trace through TorchDispatchMode (every aten op) and TorchFunctionMode (tensor calls).
+
+Usage (a harness):
+    tracer = Tracer()                      # Tracer(virtual_cuda=True, stream_probe=...) on the CPU run
+    with tracer:
+        with tracer.host_watch("setup"):   # optional: learn which tensors the user makes on the host
+            state = script.call_setup(device)
+        for i in range(warmup):
+            with tracer.iteration(i, inputs=args):
+                script.call_step(state, args)
+    trace = tracer.trace
+
+Robustness: recording runs in try/except; a failure switches recording off (Trace.tracer_error) and the
+user's op runs exactly as it would without the tracer. Ops are recorded before they run, so when an op
+raises (a failed capture) the last record and its frame name the culprit.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import warnings
+import weakref
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from cgtool import op_roles as R
+from cgtool.trace import ATEN, CALL, SYNC_WARNING, FrameTable, Iteration, OpRecord, StreamEvent, Trace
+
+_Tensor = torch.Tensor
+_DTYPE_NAMES: dict[Any, str] = {}
+_DEVICE_NAMES: dict[int, str] = {-1: "cpu"}
+_NUMBER_TYPES = (int, float)
+_SYNC_WARNING_TEXT = "called a synchronizing CUDA operation"
+
+# Which stream an op runs on: (stream id, capturing) for a device index; None where CUDA is absent.
+StreamProbe = Callable[[int], "tuple[int | None, bool | None]"]
+
+
+def _dtype_name(dt: Any) -> str:
+    n = _DTYPE_NAMES.get(dt)
+    if n is None:
+        n = _DTYPE_NAMES[dt] = str(dt).replace("torch.", "")
+    return n
+
+
+def _device_name(t: _Tensor) -> str:
+    i = t.get_device()
+    n = _DEVICE_NAMES.get(i)
+    if n is None:
+        n = _DEVICE_NAMES[i] = str(t.device)
+    return n
+
+
+def _tensor_args(args: tuple, kwargs: dict) -> list[_Tensor]:
+    out = []
+    for a in args:
+        if isinstance(a, _Tensor):
+            out.append(a)
+        elif type(a) is list or type(a) is tuple:
+            for b in a:
+                if isinstance(b, _Tensor):
+                    out.append(b)
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, _Tensor):
+                out.append(a)
+    return out
+
+
+def _scan_call(args: tuple, kwargs: dict) -> tuple[list[_Tensor], list[Any]]:
+    """Tensor arguments and Python numbers (one level deep; slices count by their bounds)."""
+    tensors: list[_Tensor] = []
+    numbers: list[Any] = []
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        ta = type(a)
+        if ta is int or ta is float:
+            numbers.append(a)
+        elif isinstance(a, _Tensor):
+            tensors.append(a)
+        elif ta is list or ta is tuple:
+            for b in a:
+                tb = type(b)
+                if tb is int or tb is float:
+                    numbers.append(b)
+                elif tb is slice:
+                    numbers.append((b.start, b.stop, b.step))
+                elif isinstance(b, _Tensor):
+                    tensors.append(b)
+        elif ta is slice:
+            numbers.append((a.start, a.stop, a.step))
+    return tensors, numbers
+
+
+def cuda_stream_probe() -> StreamProbe | None:
+    """The real probe on a CUDA build: current stream id and is-capturing, per device index."""
+    if not torch.cuda.is_available():
+        return None
+    get = getattr(torch._C, "_cuda_getCurrentStream", None)
+    capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+
+    def probe(index: int) -> tuple[int | None, bool | None]:
+        sid = get(index)[0] if get is not None else torch.cuda.current_stream(index).stream_id
+        return sid, (bool(capturing()) if capturing is not None else torch.cuda.is_current_stream_capturing())
+
+    return probe
+
+
+class Tracer:
+    """Records a Trace. `virtual_cuda=True` on the CPU run: CPU tensors stand for CUDA tensors, and only
+    tensors the user makes on the host on purpose (no device, device="cpu", .cpu()) count as host tensors.
+    `stream_probe(device_index)` gives (stream id, capturing) per device op; by default the real CUDA one.
+    `sync_debug=True` (GPU run) also records torch.cuda.set_sync_debug_mode("warn") warnings."""
+
+    def __init__(self, *, virtual_cuda: bool = False, stream_probe: StreamProbe | None = None,
+                 sync_debug: bool = True, device: str | None = None) -> None:
+        self.virtual_cuda = virtual_cuda
+        cuda = (not virtual_cuda) and torch.cuda.is_available()
+        self._probe = stream_probe if stream_probe is not None else (cuda_stream_probe() if cuda else None)
+        self._sync_debug = sync_debug and cuda
+        self.trace = Trace(device=device or ("cuda:0" if cuda else "cpu"), virtual_cuda=virtual_cuda)
+        self._frames = FrameTable(self.trace.frames)
+        self._ops: list[OpRecord] | None = None  # the current iteration's ops, None when not recording
+        self._iteration = -1
+        self._phase = "setup"  # where host tensors made now come from: setup, inputs, step
+        self._modes: list[Any] = []
+        self._mute = 0  # >0 inside calls whose inner aten ops are noise (print), or the tracer's own calls
+        self._call_host: bool | None = None  # side of the call in flight, for aten factories with no tensor args
+        self._host: dict[int, tuple[weakref.ref, str, bool]] = {}  # id -> (ref, origin phase, pinned)
+        self._main_thread = threading.get_ident()
+        self._backward_frames = (-1, -1)  # user frame of the last .backward(): frames of engine-thread ops
+        self._aten_names: dict[Any, tuple[str, bool]] = {}
+        self._call_names: dict[Any, str] = {}
+        self._broken = False  # a tracer failure: forward everything untouched from now on
+        self._saved_sync_mode: Any = None
+        self._saved_showwarning: Any = None
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def __enter__(self) -> Tracer:
+        if torch.cuda.is_available() and not self.virtual_cuda:
+            try:
+                self.trace.default_stream = torch.cuda.default_stream().stream_id
+            except Exception:  # noqa: BLE001 - stream ids are a nicety
+                pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        while self._modes:
+            self._modes.pop().__exit__(None, None, None)
+        self._ops = None
+
+    def iteration(self, index: int, phase: str = "warmup", inputs: Any = None) -> _Phase:
+        """Context: record one iteration of the step (phase "warmup" or "capture")."""
+        return _Phase(self, index, phase, inputs)
+
+    def host_watch(self, phase: str) -> _Phase:
+        """Context: record nothing, but learn which tensors are made on the host (setup, inputs)."""
+        return _Phase(self, -1, phase, None, record=False)
+
+    # ---- stream events (the CPU stand-ins and the GPU watcher call this) -------------------------
+    def stream_event(self, kind: str, stream: int | None = None, target: int | None = None) -> None:
+        try:
+            inner, _ = self._frames.locate(sys._getframe(1))
+            pos = len(self._ops) if self._ops is not None else 0
+            self.trace.events.append(StreamEvent(self._iteration, pos, kind, stream, target, inner))
+        except Exception as exc:  # noqa: BLE001 - never break the user's call
+            self._fail(exc)
+
+    # ---- internals -------------------------------------------------------------------------------
+    def _fail(self, exc: BaseException) -> None:
+        if self.trace.tracer_error is None:
+            self.trace.tracer_error = f"{type(exc).__name__}: {exc}"
+        self._ops = None  # stop recording; the modes keep forwarding ops untouched
+        self._broken = True
+
+    def _where(self, depth: int) -> tuple[int, int]:
+        where = self._frames.locate(sys._getframe(depth))
+        if where[0] < 0 and threading.get_ident() != self._main_thread:
+            return self._backward_frames  # autograd engine thread (GPU backward): blame the .backward() line
+        return where
+
+    def _host_info(self, t: _Tensor) -> tuple[str, bool] | None:
+        entry = self._host.get(id(t))
+        if entry is not None and entry[0]() is t:
+            return entry[1], entry[2]
+        return None
+
+    def _is_host(self, t: _Tensor) -> bool:
+        if not self.virtual_cuda:
+            return not t.is_cuda
+        entry = self._host.get(id(t))
+        return entry is not None and entry[0]() is t
+
+    def _tag(self, value: Any, pinned: bool, origin: str | None = None) -> None:
+        origin = origin or self._phase
+        for t in ([value] if isinstance(value, _Tensor) else value if isinstance(value, (list, tuple)) else ()):
+            if isinstance(t, _Tensor):
+                key = id(t)
+                host = self._host
+
+                def drop(ref: weakref.ref, key: int = key) -> None:
+                    e = host.get(key)
+                    if e is not None and e[0] is ref:
+                        del host[key]
+
+                host[key] = (weakref.ref(t, drop), origin, pinned)
+
+    def _untag(self, value: Any) -> None:
+        if isinstance(value, _Tensor):
+            self._host.pop(id(value), None)
+
+    def _side(self, device: Any) -> str | None:
+        """"host" or "device" for a device argument; None when it names neither."""
+        if device is None:
+            return None
+        if isinstance(device, str):
+            kind = device.split(":", 1)[0]
+        elif isinstance(device, torch.device):
+            kind = device.type
+            if kind == "cpu" and self.virtual_cuda:
+                return "device"  # the torch.device the harness passed in stands for the GPU
+        elif isinstance(device, int) and not isinstance(device, bool):
+            kind = "cuda"
+        else:
+            return None
+        return "device" if kind == "cuda" else "host" if kind == "cpu" else None
+
+    # ---- aten ops --------------------------------------------------------------------------------
+    def _on_aten(self, func: Any, args: tuple, kwargs: dict) -> bool:
+        """Record one aten op; True when its outputs are host tensors to tag (CPU run)."""
+        info = self._aten_names.get(func)
+        if info is None:
+            name = R.aten_packet(func)
+            notable = (name in R.SCALAR_READ_ATEN or name in R.DATA_DEPENDENT_ATEN or name in R.INDEX_ATEN
+                       or name in R.COPY_ATEN or name == R.REPEAT_ATEN)
+            info = self._aten_names[func] = (name, notable)
+        name, notable = info
+        tensors = _tensor_args(args, kwargs)
+        shapes, dtypes, devices = [], [], []
+        for t in tensors:
+            shapes.append(t.shape)
+            dtypes.append(_dtype_name(t.dtype))
+            devices.append(_device_name(t))
+        if self.virtual_cuda:
+            if tensors:
+                host = bool(self._host) and all(self._is_host(t) for t in tensors)
+            else:
+                host = bool(self._call_host)
+        else:
+            host = not any(t.is_cuda for t in tensors)
+            if host and not tensors:
+                host = self._side(kwargs.get("device")) != "device"
+        stream = capturing = None
+        if not host and self._probe is not None:
+            index = 0
+            for t in tensors:
+                if t.is_cuda:
+                    index = t.get_device()
+                    break
+            stream, capturing = self._probe(index)
+        inner, outer = self._where(1)
+        detail = None
+        if notable or "generator" in kwargs:
+            detail = self._aten_detail(name, args, kwargs, tensors)
+        ops = self._ops
+        if ops is not None:
+            ops.append(OpRecord(ATEN, name, tuple(shapes), tuple(dtypes), tuple(devices), inner, outer, stream,
+                                capturing, host, detail))
+        return host and self.virtual_cuda
+
+    def _aten_detail(self, name: str, args: tuple, kwargs: dict, tensors: list[_Tensor]) -> dict[str, Any] | None:
+        d: dict[str, Any] = {}
+        gen = kwargs.get("generator")
+        if gen is not None:
+            d.update(self._generator_detail(gen))
+        if name in R.SCALAR_READ_ATEN or name in R.DATA_DEPENDENT_ATEN:
+            d["via"] = self._frames.library_path(sys._getframe(1))
+        elif name in R.INDEX_ATEN:
+            indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
+            if any(isinstance(i, _Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
+                d["bool_index"] = True
+                d["via"] = self._frames.library_path(sys._getframe(1))
+        elif name == R.REPEAT_ATEN:
+            if tensors and kwargs.get("output_size") is None and isinstance(args[0] if args else None, _Tensor) \
+                    and (len(args) < 2 or isinstance(args[1], _Tensor) or args[0].dim() == 1 and len(args) == 1):
+                d["data_dependent"] = True
+        elif name in R.COPY_ATEN and not self.virtual_cuda:
+            self._copy_detail(d, name, args, kwargs)
+        return d or None
+
+    def _copy_detail(self, d: dict[str, Any], name: str, args: tuple, kwargs: dict) -> None:
+        """GPU run: the direction of an aten-level copy between host and device."""
+        if name == "aten._to_copy" and args and isinstance(args[0], _Tensor):
+            src, dst_side = args[0], self._side(kwargs.get("device"))
+            src_host = not src.is_cuda
+        elif name in ("aten.copy_", "aten.copy") and len(args) > 1 and isinstance(args[1], _Tensor):
+            src, dst_side = args[1], ("host" if not args[0].is_cuda else "device")
+            src_host = not src.is_cuda
+        else:
+            return
+        if src_host and dst_side == "device":
+            d["move"] = "h2d"
+            self._mute += 1
+            try:
+                pinned = bool(src.is_pinned())
+            finally:
+                self._mute -= 1
+            origin = self._host_info(src)
+            d["src"] = origin[0] if origin else "unknown"
+            d["pinned"] = pinned
+        elif not src_host and dst_side == "host":
+            d["move"] = "d2h"
+            d["via"] = self._frames.library_path(sys._getframe(1))
+
+    def _generator_detail(self, gen: Any) -> dict[str, Any]:
+        if gen is torch.default_generator or any(gen is g for g in getattr(torch.cuda, "default_generators", ())):
+            return {"generator": "default"}
+        intended = getattr(gen, "_cgtool_device", None)  # set by the CPU stand-in for torch.Generator
+        if intended is None:
+            intended = "device" if gen.device.type == "cuda" else "host"
+        return {"generator": "custom", "generator_device": intended}
+
+    # ---- Python-level calls ----------------------------------------------------------------------
+    def _call_name(self, func: Any) -> str:
+        name = self._call_names.get(func)
+        if name is None:
+            name = self._call_names[func] = R.call_name(func)
+        return name
+
+    def _on_call(self, name: str, args: tuple, kwargs: dict) -> tuple[bool, str | None]:
+        """Record a call before it runs. Returns (host side, target side of a move) for _after_call."""
+        tensors, numbers = _scan_call(args, kwargs)
+        dev_arg = kwargs.get("device") if kwargs else None
+        host = self._call_side(name, tensors, dev_arg)
+        target = None
+        if name == "Tensor.to":
+            target = self._to_target(args[1:], kwargs)
+        elif name == "Tensor.cuda":
+            target = "device"
+        self._call_host = host
+        if self._ops is None:
+            return host, target
+        gen = kwargs.get("generator") if kwargs else None
+        always = name in R.ALWAYS_RECORDED_CALLS
+        if not (always or gen is not None or (numbers and not host)):
+            return host, target
+        detail: dict[str, Any] = {}
+        if gen is not None:
+            detail.update(self._generator_detail(gen))
+        if numbers and not host:
+            detail["scalars"] = tuple(numbers)
+        if always:
+            self._call_detail(name, tensors, dev_arg, target, detail)
+        inner, outer = self._where(1)
+        if name in R.BACKWARD_CALLS:
+            self._backward_frames = (inner, outer)
+        self._ops.append(OpRecord(CALL, name, tuple(t.shape for t in tensors),
+                                  tuple(_dtype_name(t.dtype) for t in tensors),
+                                  tuple(_device_name(t) for t in tensors), inner, outer, None, None, host,
+                                  detail or None))
+        return host, target
+
+    def _call_side(self, name: str, tensors: list[_Tensor], dev_arg: Any) -> bool:
+        """True when the call works on the host only (no device tensor in, no device out)."""
+        side = self._side(dev_arg)
+        if side is not None and name not in R.MOVE_CALLS:
+            return side == "host"
+        if name in R.FACTORY_CALLS and name != "Tensor.new_tensor":
+            return True  # a factory with no device makes a host tensor
+        if not tensors:
+            return True
+        for t in tensors:
+            if not self._is_host(t):
+                return False
+        return True
+
+    def _call_detail(self, name: str, tensors: list[_Tensor], dev_arg: Any, target: str | None,
+                     d: dict[str, Any]) -> None:
+        src = tensors[0] if tensors else None
+        if name in R.SCALAR_READ_CALLS or name in R.TO_HOST_CALLS:
+            d["via"] = self._frames.library_path(sys._getframe(1))
+            return
+        if name in R.DATA_FACTORY_CALLS:
+            if name == "Tensor.new_tensor":
+                target = "host" if src is not None and self._is_host(src) else "device"
+            else:
+                target = self._side(dev_arg)
+            if target == "device" and not (src is not None and not self._is_host(src)):
+                d.update(move="h2d", src="step", pinned=False)
+            return
+        if name == "Tensor.copy_" and len(tensors) >= 2:
+            target = "host" if self._is_host(tensors[0]) else "device"
+            src = tensors[1]
+        elif name not in ("Tensor.to", "Tensor.cuda") or src is None:
+            return
+        src_host = self._is_host(src)
+        if src_host and target == "device":
+            origin = self._host_info(src)
+            pinned = origin[1] if origin is not None and self.virtual_cuda else self._pinned(src)
+            d.update(move="h2d", src=origin[0] if origin else "unknown", pinned=pinned)
+        elif not src_host and target == "host":
+            d.update(move="d2h", via=self._frames.library_path(sys._getframe(1)))
+
+    def _to_target(self, rest: tuple, kwargs: dict) -> str | None:
+        side = self._side(kwargs.get("device")) if kwargs else None
+        for a in rest:
+            if side is not None:
+                break
+            if isinstance(a, _Tensor):
+                side = "host" if self._is_host(a) else "device"
+            elif not isinstance(a, torch.dtype):
+                side = self._side(a)
+        return side
+
+    def _pinned(self, t: _Tensor) -> bool:
+        self._mute += 1
+        try:
+            return bool(t.is_pinned())
+        except Exception:  # noqa: BLE001
+            return False
+        finally:
+            self._mute -= 1
+
+    def _after_call(self, name: str, args: tuple, kwargs: dict, host: bool, target: str | None, out: Any) -> Any:
+        """Learn host tensors (factories with no device, .cpu(), pinning); a move to the device un-learns.
+        On the CPU run a move that returned its own input returns an alias instead, so that the host and
+        the device copy are distinct objects as on a GPU (same storage, same values)."""
+        src = args[0] if args and isinstance(args[0], _Tensor) else None
+        if name in R.FACTORY_CALLS and name != "Tensor.new_tensor":
+            if host:
+                self._tag(out, pinned=bool(kwargs.get("pin_memory")))
+        elif name == "Tensor.pin_memory":
+            self._tag(out, pinned=True)
+        elif name == "Tensor.cpu" or target == "host":
+            if self.virtual_cuda and out is src and src is not None and not self._is_host(src):
+                out = self._alias(src)
+            self._tag(out, pinned=False)
+        elif target == "device":
+            if self.virtual_cuda and out is src and src is not None and self._is_host(src):
+                out = self._alias(src)
+            self._untag(out)
+        return out
+
+    def _alias(self, t: _Tensor) -> _Tensor:
+        self._mute += 1
+        try:
+            return t.view_as(t)
+        except Exception:  # noqa: BLE001 - tensors that cannot alias keep their identity
+            return t
+        finally:
+            self._mute -= 1
+
+
+class _Phase:
+    """Context of one iteration (recording) or one host-watch phase (setup, inputs)."""
+
+    def __init__(self, tracer: Tracer, index: int, phase: str, inputs: Any, record: bool = True) -> None:
+        self.tracer, self.index, self.phase, self.inputs, self.record = tracer, index, phase, inputs, record
+        self.it: Iteration | None = None
+        self._saved: tuple[Any, ...] = ()
+
+    def __enter__(self) -> Iteration | None:
+        t = self.tracer
+        self._saved = (t._ops, t._iteration, t._phase, t._frames.anchor)
+        t._frames.anchor = sys._getframe(1)
+        if self.record:
+            self.it = Iteration(self.index, self.phase, inputs=_input_shapes(self.inputs))
+            t.trace.iterations.append(self.it)
+            t._ops, t._iteration, t._phase = self.it.ops, self.index, "step"
+            if t._broken:
+                t._ops = None  # recording was switched off by an earlier failure
+        else:
+            t._ops, t._iteration, t._phase = None, -1, self.phase
+        fmode = _FunctionMode(t)
+        fmode.__enter__()
+        t._modes.append(fmode)
+        if self.record:
+            dmode = _DispatchMode(t)
+            dmode.__enter__()
+            t._modes.append(dmode)
+            if t._sync_debug:
+                _SyncWarnings.start(t)
+        return self.it
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        t = self.tracer
+        if self.record and t._sync_debug:
+            _SyncWarnings.stop(t)
+        for _ in range(2 if self.record else 1):
+            t._modes.pop().__exit__(None, None, None)
+        if self.it is not None and exc is not None:
+            self.it.error = f"{type(exc).__name__}: {exc}"
+        t._ops, t._iteration, t._phase, t._frames.anchor = self._saved
+
+
+def _input_shapes(inputs: Any) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
+    if inputs is None:
+        return out
+    args = getattr(inputs, "args", inputs if isinstance(inputs, (list, tuple)) else ())
+    kwargs = getattr(inputs, "kwargs", inputs if isinstance(inputs, dict) else {})
+    for i, v in enumerate(args):
+        if isinstance(v, _Tensor):
+            out[f"arg{i}"] = tuple(v.shape)
+    for k, v in kwargs.items():
+        if isinstance(v, _Tensor):
+            out[k] = tuple(v.shape)
+    return out
+
+
+class _DispatchMode(TorchDispatchMode):
+    def __init__(self, tracer: Tracer) -> None:
+        super().__init__()
+        self.tracer = tracer
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if kwargs is None:
+            kwargs = {}
+        t = self.tracer
+        if t._ops is None or t._mute or t._broken:
+            return func(*args, **kwargs)
+        try:
+            tag = t._on_aten(func, args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
+            t._fail(exc)
+            tag = False
+        out = func(*args, **kwargs)
+        if tag:
+            try:
+                t._tag(out, pinned=False)
+            except Exception as exc:  # noqa: BLE001
+                t._fail(exc)
+        return out
+
+
+class _FunctionMode(TorchFunctionMode):
+    def __init__(self, tracer: Tracer) -> None:
+        super().__init__()
+        self.tracer = tracer
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if kwargs is None:
+            kwargs = {}
+        t = self.tracer
+        if t._mute or t._broken:
+            return func(*args, **kwargs)
+        try:
+            name = t._call_name(func)
+            if name == "Tensor.<property>" or (t._ops is None and name not in R.HOST_WATCH_CALLS):
+                return func(*args, **kwargs)  # a host watch only cares about creations and moves
+            host, target = t._on_call(name, args, kwargs)
+            quiet = name in R.QUIET_CALLS
+        except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
+            t._fail(exc)
+            return func(*args, **kwargs)
+        if quiet:
+            t._mute += 1
+        try:
+            out = func(*args, **kwargs)
+        finally:
+            if quiet:
+                t._mute -= 1
+            t._call_host = None
+        try:
+            return t._after_call(name, args, kwargs, host, target, out)
+        except Exception as exc:  # noqa: BLE001
+            t._fail(exc)
+            return out
+
+
+class _SyncWarnings:
+    """GPU run: torch.cuda.set_sync_debug_mode("warn") warnings become SYNC_WARNING records at the user's line."""
+
+    @staticmethod
+    def start(t: Tracer) -> None:
+        try:
+            t._saved_sync_mode = torch.cuda.get_sync_debug_mode()
+            torch.cuda.set_sync_debug_mode("warn")
+            warnings.filterwarnings("always", message=_SYNC_WARNING_TEXT)
+            t._saved_showwarning = original = warnings.showwarning
+
+            def showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                            line: Any = None) -> None:
+                if _SYNC_WARNING_TEXT in str(message) and t._ops is not None:
+                    inner, outer = t._where(1)
+                    t._ops.append(OpRecord(SYNC_WARNING, "cuda-sync", frame=inner, outer=outer))
+                    return
+                original(message, category, filename, lineno, file, line)
+
+            warnings.showwarning = showwarning
+        except Exception as exc:  # noqa: BLE001
+            t._fail(exc)
+
+    @staticmethod
+    def stop(t: Tracer) -> None:
+        try:
+            if t._saved_showwarning is not None:
+                warnings.showwarning = t._saved_showwarning
+                t._saved_showwarning = None
+            if t._saved_sync_mode is not None:
+                torch.cuda.set_sync_debug_mode(t._saved_sync_mode)
+        except Exception as exc:  # noqa: BLE001
+            t._fail(exc)
