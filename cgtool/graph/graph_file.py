@@ -18,7 +18,7 @@ def read_graph_file(path: str | os.PathLike[str]) -> Graph:
     path = os.fspath(path)
     text = _read_text(path)
     stripped = text.lstrip("\ufeff \t\r\n")
-    if stripped.startswith("{"):
+    if stripped.startswith(("{", "[")):
         return _from_json(stripped, path)
     dot = parse_dot(text, path)
     if is_cgtool_dot(dot):
