@@ -28,6 +28,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from cgtool import op_roles as R
+from cgtool.report import Frame
 from cgtool.trace import ATEN, CALL, SYNC_WARNING, FrameTable, Iteration, OpRecord, StreamEvent, Trace
 
 _Tensor = torch.Tensor
@@ -113,10 +114,11 @@ class Tracer:
     """Records a Trace. `virtual_cuda=True` on the CPU run: CPU tensors stand for CUDA tensors, and only
     tensors the user makes on the host on purpose (no device, device="cpu", .cpu()) count as host tensors.
     `stream_probe(device_index)` gives (stream id, capturing) per device op; by default the real CUDA one.
-    `sync_debug=True` (GPU run) also records torch.cuda.set_sync_debug_mode("warn") warnings."""
+    `sync_debug=True` (GPU run) also records torch.cuda.set_sync_debug_mode("warn") warnings as SYNC_WARNING
+    records (off by default: cgtool.gpu_trace hooks the warnings itself)."""
 
     def __init__(self, *, virtual_cuda: bool = False, stream_probe: StreamProbe | None = None,
-                 sync_debug: bool = True, device: str | None = None) -> None:
+                 sync_debug: bool = False, device: str | None = None) -> None:
         self.virtual_cuda = virtual_cuda
         cuda = (not virtual_cuda) and torch.cuda.is_available()
         self._probe = stream_probe if stream_probe is not None else (cuda_stream_probe() if cuda else None)
@@ -152,13 +154,25 @@ class Tracer:
             self._modes.pop().__exit__(None, None, None)
         self._ops = None
 
-    def iteration(self, index: int, phase: str = "warmup", inputs: Any = None) -> _Phase:
-        """Context: record one iteration of the step (phase "warmup" or "capture")."""
-        return _Phase(self, index, phase, inputs)
+    def iteration(self, index: int | str, phase: str | None = None, inputs: Any = None) -> _Phase:
+        """Context: record one iteration of the step. `phase` is "warmup" (default) or "capture";
+        iteration("capture") is short for the next index with phase "capture". `inputs` (an Args, dict or
+        tuple) records the shapes of the step's tensor inputs."""
+        if isinstance(index, str):
+            phase, index = index, len(self.trace.iterations)
+        return _Phase(self, index, phase or "warmup", inputs)
 
     def host_watch(self, phase: str) -> _Phase:
         """Context: record nothing, but learn which tensors are made on the host (setup, inputs)."""
         return _Phase(self, -1, phase, None, record=False)
+
+    def last_user_frame(self) -> Frame | None:
+        """The user frame of the last op recorded (a failed capture's culprit)."""
+        for it in reversed(self.trace.iterations):
+            for op in reversed(it.ops):
+                if op.frame >= 0:
+                    return self.trace.frames[op.frame]
+        return None
 
     # ---- stream events (the CPU stand-ins and the GPU watcher call this) -------------------------
     def stream_event(self, kind: str, stream: int | None = None, target: int | None = None) -> None:
@@ -381,7 +395,11 @@ class Tracer:
                      d: dict[str, Any]) -> None:
         src = tensors[0] if tensors else None
         if name in R.SCALAR_READ_CALLS or name in R.TO_HOST_CALLS:
-            d["via"] = self._frames.library_path(sys._getframe(1))
+            via = self._frames.library_path(sys._getframe(1))
+            method = ":" + name.rsplit(".", 1)[-1]
+            while via and via[-1].endswith(method):  # the Python body of the called method itself
+                via = via[:-1]
+            d["via"] = via
             return
         if name in R.DATA_FACTORY_CALLS:
             if name == "Tensor.new_tensor":

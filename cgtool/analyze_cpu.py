@@ -1,0 +1,68 @@
+"""The CPU analysis: run the script on the CPU under the CUDA stand-ins, trace its warmup iterations,
+and run the checks. It catches every hazard that shows in the ops and calls; CPU_BLIND_RULES lists
+the rules only a GPU run can establish (the capture itself, the graph, replay versus eager).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cgtool.findings import Finding
+from cgtool.report import ErrorRecord
+from cgtool.rules import RULES
+from cgtool.script import Args, Script
+from cgtool.trace import Trace
+
+# Rules whose evidence is the GPU run (needs_gpu in rules.py). The CPU run still reports CG201 (work on
+# an unforked stream) and CG502 (no device work, as a warning) where the stand-ins make them visible.
+CPU_BLIND_RULES: tuple[str, ...] = tuple(r.id for r in RULES if r.needs_gpu)
+
+
+def analyze_on_cpu(script: Script, warmup: int = 3) -> tuple[Trace, list[Finding], list[ErrorRecord]]:
+    """Run setup on torch.device("cpu") and `warmup` traced iterations (inputs(i) each) under the CUDA
+    stand-ins; return the trace, the findings, and the errors the script raised (phase setup, inputs or
+    warmup). When the step raises, the iterations so far are still checked: the last op names the line."""
+    import torch
+
+    from cgtool.checks import run_checks
+    from cgtool.cuda_standins import CAPTURE_STREAM, DEFAULT_STREAM, cuda_standins
+    from cgtool.tracer_modes import Tracer
+
+    device = torch.device("cpu")
+    errors: list[ErrorRecord] = []
+    with cuda_standins() as cuda:
+        tracer = Tracer(virtual_cuda=True, stream_probe=cuda.probe, device="cpu")
+        cuda.record = tracer.stream_event
+        trace = tracer.trace
+        trace.default_stream, trace.capture_stream = DEFAULT_STREAM, CAPTURE_STREAM
+        with tracer:
+            state = _phase(errors, "setup", tracer, lambda: script.call_setup(device))
+            for i in range(warmup if state is not None else 0):
+                inputs = _phase(errors, "inputs", tracer, lambda: script.call_inputs(i, device))
+                if errors:
+                    break
+                cuda.begin_iteration()
+                try:
+                    with tracer.iteration(i, "warmup", inputs=inputs):
+                        script.call_step(state, inputs)
+                except Exception as exc:  # the user's step raised: report it, check what ran
+                    errors.append(_error("warmup", exc))
+                    break
+    return trace, run_checks(trace), errors
+
+
+def _phase(errors: list[ErrorRecord], phase: str, tracer: Any, call: Any) -> Args | None:
+    try:
+        with tracer.host_watch(phase):
+            return call()
+    except Exception as exc:
+        errors.append(_error(phase, exc))
+        return None
+
+
+def _error(phase: str, exc: BaseException) -> ErrorRecord:
+    from cgtool.frames import user_frames_of_traceback
+
+    text = str(exc).strip()
+    return ErrorRecord(phase, type(exc).__name__, text.splitlines()[0] if text else type(exc).__name__,
+                       user_frames_of_traceback(exc.__traceback__))

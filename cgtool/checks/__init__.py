@@ -1,0 +1,42 @@
+"""Checks: plain functions `check(trace) -> list[Finding]`, one module per rule family, listed in CHECKS."""
+
+from __future__ import annotations
+
+from typing import Callable, Collection, Sequence
+
+from cgtool.checks.host import check_device_work, check_host_copies, check_host_scalars
+from cgtool.checks.rng import check_rng
+from cgtool.checks.shapes import check_control_flow, check_shapes
+from cgtool.checks.streams import check_streams
+from cgtool.checks.sync import check_sync
+from cgtool.findings import Finding
+from cgtool.trace import Trace
+
+Check = Callable[[Trace], list[Finding]]
+
+CHECKS: list[Check] = [
+    check_sync,
+    check_streams,
+    check_shapes,
+    check_control_flow,
+    check_rng,
+    check_host_copies,
+    check_host_scalars,
+    check_device_work,
+]
+
+
+def run_checks(trace: Trace, checks: Sequence[Check] = CHECKS, *, skip_rules: Collection[str] = ()) -> list[Finding]:
+    """All findings of `checks` on `trace`, one per (rule, file, line), the first found kept, in file/line order."""
+    seen: set[tuple[str, str | None, int | None]] = set()
+    out: list[Finding] = []
+    for check in checks:
+        for f in check(trace):
+            key = (f.rule, f.file, f.line)
+            if key not in seen and f.rule not in skip_rules:
+                seen.add(key)
+                out.append(f)
+    return sorted(out, key=lambda f: (f.file or "", f.line or 0, f.rule))
+
+
+__all__ = ["CHECKS", "Check", "run_checks"]

@@ -1,0 +1,84 @@
+"""What the checks share: making a Finding at a traced frame, and lining up iterations to compare."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from cgtool.findings import Finding
+from cgtool.report import Frame
+from cgtool.rules import finding
+from cgtool.trace import Iteration, OpRecord, Trace
+
+
+def finding_at(trace: Trace, rule: str, frame: int, message: str, hint: str | None = None,
+               severity: str | None = None) -> Finding:
+    """A finding for `rule` at trace frame `frame` (no location when -1)."""
+    return finding_for(rule, trace.frame(frame), message, hint, severity)
+
+
+def finding_for(rule: str, f: Frame | None, message: str, hint: str | None = None,
+                severity: str | None = None) -> Finding:
+    if f is None:
+        return finding(rule, message, hint=hint, severity=severity)
+    return finding(rule, message, file=f.file, line=f.line, source=f.source, function=f.function, hint=hint,
+                   severity=severity)
+
+
+def quote(trace: Trace, frame: int) -> str:
+    """"line 12 (`y = y * 2`)" for messages."""
+    f = trace.frame(frame)
+    if f is None:
+        return "an unknown line"
+    return f"line {f.line} (`{f.source}`)" if f.source else f"line {f.line}"
+
+
+def compared_iterations(trace: Trace) -> list[Iteration]:
+    """Iterations to compare with each other: those that completed, without the first when there are
+    three or more (the first does one-time work: lazy init, optimizer state)."""
+    done = [it for it in trace.iterations if it.error is None and it.ops]
+    return done[1:] if len(done) >= 3 else done
+
+
+@dataclass(frozen=True)
+class Alignment:
+    """Two iterations' ops lined up: pairs of equal (kind, name, frame) keys, and the first divergence."""
+
+    pairs: list[tuple[OpRecord, OpRecord]]
+    diverge_at: int | None  # index of the first op that differs, None when the sequences are equal
+    a: Iteration
+    b: Iteration
+
+
+def _key(op: OpRecord) -> tuple[str, str, int]:
+    return (op.kind, op.name, op.frame)
+
+
+def align(a: Iteration, b: Iteration) -> Alignment:
+    """Pairs from the common prefix and the common suffix (no quadratic diff on 10k-op sequences)."""
+    ka, kb = [_key(o) for o in a.ops], [_key(o) for o in b.ops]
+    if ka == kb:
+        return Alignment(list(zip(a.ops, b.ops)), None, a, b)
+    n = min(len(ka), len(kb))
+    k = 0
+    while k < n and ka[k] == kb[k]:
+        k += 1
+    pairs = list(zip(a.ops[:k], b.ops[:k]))
+    s = 0
+    while s < n - k and ka[-1 - s] == kb[-1 - s]:
+        s += 1
+    if s:
+        pairs += list(zip(a.ops[len(ka) - s:], b.ops[len(kb) - s:]))
+    return Alignment(pairs, k, a, b)
+
+
+def alignments(trace: Trace) -> Iterator[Alignment]:
+    """The first compared iteration against each later one."""
+    its = compared_iterations(trace)
+    for other in its[1:]:
+        yield align(its[0], other)
+
+
+def frames_with(trace: Trace, names: frozenset[str] | set[str]) -> set[int]:
+    """Frames (per iteration-independent index) where an op of one of `names` ran on device data."""
+    return {op.frame for it in trace.iterations for op in it.ops if op.name in names and not op.host}

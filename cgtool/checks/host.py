@@ -1,0 +1,93 @@
+"""Host values that reach the GPU inside the step (CG402), and steps with no GPU work (CG502).
+
+- Host-to-device copies: `torch.tensor(data, device=...)`, `.to(device)`/`.cuda()`/`copy_` of host tensors.
+  A copy from a host tensor made in the step, or from pageable memory, is reported; a copy from a pinned
+  buffer made in setup/inputs is the recommended pattern and is not.
+- Python numbers passed to device ops that change between iterations (a counter, a schedule): the graph
+  keeps the number it saw at capture. Sizes that change are dynamic shapes (CG301).
+"""
+
+from __future__ import annotations
+
+from cgtool import op_roles as R
+from cgtool.checks.common import alignments, compared_iterations, finding_at
+from cgtool.findings import Finding
+from cgtool.trace import ATEN, CALL, OpRecord, Trace
+
+_PAGEABLE = ("capture fails: `Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU "
+             "tensor is pinned`")
+_SIZED_FACTORIES = R.FACTORY_CALLS - R.DATA_FACTORY_CALLS
+_SYNC_NAMES = frozenset(R.SCALAR_READ_CALLS) | R.SCALAR_READ_ATEN | frozenset(R.TO_HOST_CALLS)
+
+
+def check_host_copies(trace: Trace) -> list[Finding]:
+    out: list[Finding] = []
+    for it in trace.iterations:
+        for op in it.ops:
+            d = op.detail
+            if d and d.get("move") == "h2d":
+                f = _copy_finding(trace, op, d)
+                if f is not None:
+                    out.append(f)
+    return out
+
+
+def _copy_finding(trace: Trace, op: OpRecord, d: dict) -> Finding | None:
+    src, pinned = d.get("src"), d.get("pinned")
+    if op.name in R.DATA_FACTORY_CALLS:
+        what = f"`{op.name}(..., device=...)` copies Python data to the GPU every iteration"
+    elif src == "step":
+        what = f"`{op.name}` copies a host tensor made in the step to the GPU"
+    else:
+        origin = {"setup": " made in setup()", "inputs": " made in inputs()"}.get(src or "", "")
+        what = f"`{op.name}` copies a{'' if pinned else ' pageable (not pinned)'} host tensor{origin} to the GPU"
+    if src == "step":
+        tail = "" if pinned else f"; {_PAGEABLE}"
+        return finding_at(trace, "CG402", op.frame, f"{what}: replay reuses the value from capture{tail}")
+    if not pinned:
+        return finding_at(trace, "CG402", op.frame, f"{what}: {_PAGEABLE}")
+    return None
+
+
+def check_host_scalars(trace: Trace) -> list[Finding]:
+    out: list[Finding] = []
+    syncs = {op.frame for it in trace.iterations for op in it.ops if op.name in _SYNC_NAMES and not op.host}
+    for al in alignments(trace):
+        for a, b in al.pairs:
+            if a.kind != CALL or a.host or a.frame in syncs or a.shapes != b.shapes:
+                continue
+            sa, sb = (a.detail or {}).get("scalars"), (b.detail or {}).get("scalars")
+            if sa is None or sb is None or _same(sa, sb):
+                continue
+            changed = [(x, y) for x, y in zip(sa, sb) if not _same(x, y)]
+            sizes = a.name in _SIZED_FACTORIES or any(isinstance(x, (tuple, list)) for x, _ in changed)
+            if sizes:
+                out.append(finding_at(trace, "CG301", a.frame, f"the size or slice passed to `{a.name}` changes "
+                                      f"between iterations ({_show(changed)}); replay keeps the captured shapes"))
+            else:
+                out.append(finding_at(trace, "CG402", a.frame, f"the Python number passed to `{a.name}` changes "
+                                      f"between iterations ({_show(changed)}): the graph keeps the value from "
+                                      "capture", hint="Keep the value in a device tensor and update it in place "
+                                      "(buf.fill_(v) or buf.copy_(...)) before each replay."))
+    return out
+
+
+def _same(x: object, y: object) -> bool:
+    return x == y or (x != x and y != y)  # NaN equals NaN here
+
+
+def _show(changed: list[tuple[object, object]]) -> str:
+    return ", ".join(f"{x!r} then {y!r}" for x, y in changed[:3])
+
+
+def check_device_work(trace: Trace) -> list[Finding]:
+    """A step that gives the GPU nothing to do captures an empty graph (warning)."""
+    its = compared_iterations(trace)
+    if not its or trace.tracer_error is not None:
+        return []
+    for it in its:
+        if any(op.kind == ATEN and not op.host for op in it.ops):
+            return []
+    first = next((op for it in its for op in it.ops if op.frame >= 0), None)
+    return [finding_at(trace, "CG502", first.outer if first else -1, "the step does no GPU work: every op works "
+                       "on host tensors, so the captured graph would be empty")]

@@ -1,0 +1,173 @@
+"""Iterations that differ: tensor shapes (CG301, dynamic-shape) and op sequences (CG302, control-flow).
+
+Replay repeats the captured iteration exactly, so any difference between warmup iterations is one that
+replay will silently drop. For a differing op sequence the finding names the branch statement (found in
+the source) that sends the iterations different ways, and both diverging lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from typing import Iterable
+
+from cgtool import op_roles as R
+from cgtool.checks.common import Alignment, alignments, finding_at, finding_for, quote
+from cgtool.frames import make_frame
+from cgtool.findings import Finding
+from cgtool.report import Frame
+from cgtool.trace import OpRecord, Trace
+
+_BRANCHES = (ast.If, ast.IfExp, ast.While, ast.For, ast.AsyncFor, ast.Try, ast.Match, ast.BoolOp,
+             ast.comprehension)
+_SYNC_NAMES = frozenset(R.SCALAR_READ_CALLS) | R.SCALAR_READ_ATEN
+
+
+def check_shapes(trace: Trace) -> list[Finding]:
+    out: list[Finding] = []
+    causes: list[tuple[int, int]] = []  # (size before, size after) pairs already reported
+    data_dependent = {op.frame for it in trace.iterations for op in it.ops if _sizes_from_data(op)}
+    for al in alignments(trace):
+        for a, b in al.pairs:
+            if a.shapes == b.shapes or a.host:
+                continue
+            pairs = list(_changed_sizes(a.shapes, b.shapes))
+            if pairs and all(_explained(p, causes) for p in pairs):
+                continue
+            causes += pairs
+            if a.frame in data_dependent:
+                continue  # sizes that follow from data (nonzero, masks): the sync finding names the line
+            out.append(finding_at(trace, "CG301", b.frame, _shape_message(a, b, al)))
+    return out
+
+
+def _sizes_from_data(op: OpRecord) -> bool:
+    d = op.detail or {}
+    return op.name in R.DATA_DEPENDENT_ATEN or bool(d.get("bool_index") or d.get("data_dependent"))
+
+
+def _changed_sizes(sa: tuple, sb: tuple) -> Iterable[tuple[int, int]]:
+    for x, y in zip(sa, sb):
+        if len(x) != len(y):
+            yield (len(x), -len(y) - 1)  # a rank change: never explained by a size change
+            continue
+        for p, q in zip(x, y):
+            if p != q:
+                yield (p, q)
+
+
+def _explained(pair: tuple[int, int], causes: list[tuple[int, int]]) -> bool:
+    """A size change that follows from one already reported: same change, same ratio or same offset."""
+    p, q = pair
+    return any((p, q) == (c, d) or (p * d == q * c and c) or (p - q == c - d) for c, d in causes)
+
+
+def _shape_message(a: OpRecord, b: OpRecord, al: Alignment) -> str:
+    diff = [(x, y) for x, y in zip(a.shapes, b.shapes) if x != y] or list(zip(a.shapes, b.shapes))
+    sa = ", ".join(str(tuple(x)) for x, _ in diff)
+    sb = ", ".join(str(tuple(y)) for _, y in diff)
+    msg = (f"tensor shapes change between iterations: `{b.name}` gets {sa} in iteration {al.a.index} "
+           f"and {sb} in iteration {al.b.index}; replay keeps the captured shapes")
+    changed = [k for k in al.a.inputs if k in al.b.inputs and al.a.inputs[k] != al.b.inputs[k]]
+    if changed:
+        k = changed[0]
+        msg += f" (input `{k}` of the step is {al.a.inputs[k]} then {al.b.inputs[k]})"
+    return msg
+
+
+def check_control_flow(trace: Trace) -> list[Finding]:
+    out: list[Finding] = []
+    syncs = {_line(trace.frame(op.frame)) for it in trace.iterations for op in it.ops
+             if op.name in _SYNC_NAMES and not op.host}
+    for al in alignments(trace):
+        k = al.diverge_at
+        if k is None:
+            continue
+        a = al.a.ops[k] if k < len(al.a.ops) else None
+        b = al.b.ops[k] if k < len(al.b.ops) else None
+        where, branch = _branch_of(trace, a, b)
+        if _line(branch) in syncs or _line(where) in syncs:
+            continue  # a branch on a tensor value: the sync finding at that line says it
+        ra = f"`{a.name}` at {quote(trace, a.frame)}" if a else "nothing more"
+        rb = f"`{b.name}` at {quote(trace, b.frame)}" if b else "nothing more"
+        lead = "this branch goes different ways in different iterations" if branch is not None else \
+            "the step runs different ops in different iterations"
+        out.append(finding_for("CG302", branch or where, f"{lead}: iteration {al.a.index} runs {ra} where "
+                               f"iteration {al.b.index} runs {rb}; replay repeats the captured branch"))
+    return out
+
+
+def _line(f: Frame | None) -> tuple[str, int] | None:
+    return (f.file, f.line) if f is not None else None
+
+
+def _branch_of(trace: Trace, a: OpRecord | None, b: OpRecord | None) -> tuple[Frame | None, Frame | None]:
+    """(frame to blame without a branch, frame of the branch statement or None)."""
+    ops = [o for o in (a, b) if o is not None]
+    fallback = trace.frame(ops[-1].frame)
+    for attr in ("frame", "outer"):
+        frames = [trace.frame(getattr(o, attr)) for o in ops]
+        if any(f is None for f in frames):
+            continue
+        fa, fb = frames[0], frames[-1]
+        if fa.file != fb.file or fa.function != fb.function:
+            continue
+        line = _separating_branch(fa.file, fa.line, fb.line) if len(ops) == 2 else _enclosing_branch(fa.file, fa.line)
+        if line is not None:
+            return fallback, make_frame(fa.file, line, fa.function)
+    return fallback, None
+
+
+@functools.lru_cache(maxsize=64)
+def _branch_nodes(path: str) -> tuple[ast.AST, ...]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    return tuple(n for n in ast.walk(tree) if isinstance(n, _BRANCHES) and hasattr(n, "lineno"))
+
+
+def _part(node: ast.AST, line: int) -> str:
+    """Which part of a branch statement a line is in: outside, head, body, orelse, handlers."""
+    if not (node.lineno <= line <= (node.end_lineno or node.lineno)):
+        return "outside"
+    for name in ("body", "orelse", "handlers", "finalbody", "cases", "values", "ifs"):
+        children = getattr(node, name, None)
+        if children is None:
+            continue
+        for i, child in enumerate(children if isinstance(children, list) else [children]):
+            if getattr(child, "lineno", 0) <= line <= (getattr(child, "end_lineno", 0) or 0):
+                return f"{name}{i}" if name in ("values", "cases", "handlers", "ifs") else name
+    return "head"
+
+
+def _span(node: ast.AST) -> int:
+    return (node.end_lineno or node.lineno) - node.lineno
+
+
+def _separating_branch(path: str, la: int, lb: int) -> int | None:
+    """The innermost branch statement that puts the two lines in different parts."""
+    best = None
+    for node in _branch_nodes(path):
+        pa, pb = _part(node, la), _part(node, lb)
+        if pa != pb:
+            if best is None or _span(node) < _span(best):
+                best = node
+    return _head_line(best)
+
+
+def _enclosing_branch(path: str, line: int) -> int | None:
+    best = None
+    for node in _branch_nodes(path):
+        if _part(node, line) not in ("outside", "head") and (best is None or _span(node) < _span(best)):
+            best = node
+    return _head_line(best)
+
+
+def _head_line(node: ast.AST | None) -> int | None:
+    if node is None:
+        return None
+    if isinstance(node, ast.comprehension):
+        return node.target.lineno
+    return node.lineno

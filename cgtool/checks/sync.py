@@ -1,0 +1,113 @@
+"""Host-device synchronizations inside the step (CG101-CG104), and non-capturable optimizers (CG404).
+
+The CPU run recognizes them by op and call (they are not syncs on a CPU); the GPU run adds the
+warnings of torch.cuda.set_sync_debug_mode. A sync inside torch is blamed on the user's line that
+called into torch, and named by the library function it happened in.
+"""
+
+from __future__ import annotations
+
+from cgtool import op_roles as R
+from cgtool.checks.common import finding_at
+from cgtool.findings import Finding
+from cgtool.trace import ATEN, CALL, SYNC_WARNING, OpRecord, Trace
+
+_SYNC_EVENTS = {
+    "sync-device": "`torch.cuda.synchronize()` waits for the GPU",
+    "sync-stream": "`Stream.synchronize()` waits for the GPU",
+    "sync-event": "`Event.synchronize()` waits for the GPU",
+    "query-stream": "`Stream.query()` polls the GPU from the host",
+    "query-event": "`Event.query()` polls the GPU from the host",
+    "elapsed-time": "`Event.elapsed_time()` reads GPU timestamps on the host (it waits for both events)",
+}
+_SCALER_HINT = ("Capture forward and backward only and run scaler.step(opt) and scaler.update() outside the graph "
+                "(GradScaler checks for inf/NaN on the host).")
+
+
+def check_sync(trace: Trace) -> list[Finding]:
+    out: list[Finding] = []
+    for it in trace.iterations:
+        ops = it.ops
+        for k, op in enumerate(ops):
+            if op.host:
+                continue
+            f = _op_finding(trace, op, ops, k)
+            if f is not None:
+                out.append(f)
+    out += _event_findings(trace)
+    return _without_redundant_warnings(out)
+
+
+def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Finding | None:
+    detail = op.detail or {}
+    via = tuple(detail.get("via", ()))
+    if op.kind == CALL:
+        if op.name in R.SCALAR_READ_CALLS:
+            aten = _following_aten(ops, k, R.SCALAR_READ_ATEN)
+            return _scalar_read(trace, op, R.SCALAR_READ_CALLS[op.name], aten, via)
+        if op.name in R.TO_HOST_CALLS or detail.get("move") == "d2h":
+            what = R.TO_HOST_CALLS.get(op.name) or f"`{op.name.replace('Tensor.', '.')}()` to the host"
+            return _in_library(trace, op, "CG103", f"{what} copies a GPU tensor to the host and waits for it", via)
+        return None
+    if op.kind == ATEN:
+        if op.name in R.SCALAR_READ_ATEN:
+            return _scalar_read(trace, op, f"`{op.name}`", None, via)
+        if op.name in R.DATA_DEPENDENT_ATEN or detail.get("data_dependent"):
+            return _in_library(trace, op, "CG102", f"`{op.name}` has an output size that depends on the data, "
+                               "so the host must wait for the GPU to size it", via)
+        if detail.get("bool_index"):
+            return _in_library(trace, op, "CG102", f"boolean-mask indexing (`{op.name}` with a bool mask) has an output "
+                               "size that depends on the data (it calls nonzero), so the host waits for the GPU", via)
+        if detail.get("move") == "d2h":
+            return _in_library(trace, op, "CG103", f"`{op.name}` copies a GPU tensor to the host", via)
+        return None
+    if op.kind == SYNC_WARNING:
+        return finding_at(trace, "CG101", op.frame, "a synchronizing CUDA operation runs here "
+                          "(reported by torch.cuda.set_sync_debug_mode)")
+    return None
+
+
+def _following_aten(ops: list[OpRecord], k: int, names: frozenset[str]) -> str | None:
+    """The aten op that a call ran (the next few records of the same frame)."""
+    for op in ops[k + 1:k + 6]:
+        if op.frame != ops[k].frame:
+            break
+        if op.kind == ATEN and op.name in names:
+            return op.name
+    return None
+
+
+def _scalar_read(trace: Trace, op: OpRecord, what: str, aten: str | None, via: tuple[str, ...]) -> Finding:
+    suffix = f" ({aten})" if aten else ""
+    return _in_library(trace, op, "CG101", f"{what} reads a GPU value on the host{suffix}", via)
+
+
+def _in_library(trace: Trace, op: OpRecord, rule: str, message: str, via: tuple[str, ...]) -> Finding:
+    """A sync at the user's line; when it happened inside torch, say where, and recognize the optimizer
+    (not capturable: CG404) and GradScaler (steps on the host)."""
+    if not via:
+        return finding_at(trace, rule, op.frame, message)
+    where = via[-1] if len(via) == 1 else f"{via[0]} → {via[-1]}"
+    if any("torch/optim/" in v for v in via):
+        opt = next((v.split(":")[0].rsplit("/", 1)[-1].removesuffix(".py") for v in reversed(via)
+                    if "torch/optim/" in v and "optimizer.py" not in v), "optimizer")
+        return finding_at(trace, "CG404", op.frame, f"the optimizer step reads a GPU value on the host "
+                          f"({op.name} in {where}): `{opt}` without capturable=True cannot be captured")
+    if any("grad_scaler.py" in v for v in via):
+        return finding_at(trace, "CG101", op.frame, f"GradScaler reads a GPU value on the host ({op.name} in "
+                          f"{where}): it checks found_inf with .item() before stepping", hint=_SCALER_HINT)
+    return finding_at(trace, rule, op.frame, f"{message}, inside torch ({where})")
+
+
+def _event_findings(trace: Trace) -> list[Finding]:
+    out = []
+    for ev in trace.events:
+        if ev.iteration >= 0 and ev.kind in _SYNC_EVENTS:
+            out.append(finding_at(trace, "CG104", ev.frame, _SYNC_EVENTS[ev.kind]))
+    return out
+
+
+def _without_redundant_warnings(findings: list[Finding]) -> list[Finding]:
+    """A sync-debug warning adds nothing where another sync finding names the same line."""
+    named = {(f.file, f.line) for f in findings if "set_sync_debug_mode" not in f.message}
+    return [f for f in findings if "set_sync_debug_mode" not in f.message or (f.file, f.line) not in named]
