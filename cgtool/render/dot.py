@@ -178,14 +178,16 @@ def _body_label(graph: Graph, gid: int) -> str:
 def _title(graph: Graph, title: str) -> str:
     """The picture's heading: counts, then a colour key of the kinds present (an HTML-like label)."""
     kinds = sorted(graph.count_by_kind(), key=list(PALETTE).index)
-    cells = "".join(f'<TD BGCOLOR="{PALETTE[k][0]}" BORDER="1">{kind_word(k)}</TD>' for k in kinds)
+    # Fixed sizes throughout: otherwise Graphviz stretches the key to the width of a long title.
+    widths = [6 * len(kind_word(k)) + 12 for k in kinds]
+    cells = "".join(f'<TD BGCOLOR="{PALETTE[k][0]}" BORDER="1" FIXEDSIZE="TRUE" WIDTH="{w}" HEIGHT="16">'
+                    f'{kind_word(k)}</TD>' for k, w in zip(kinds, widths))
     title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     if len(kinds) < 2:  # one colour needs no key
         return f"<{title}>"
-    key = f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="2"><TR>{cells}</TR></TABLE>'
-    return f'<<TABLE BORDER="0"><TR><TD>{title}</TD></TR><TR><TD><FONT POINT-SIZE="9">{key}</FONT></TD></TR></TABLE>>'
-
-
+    key = (f'<TABLE BORDER="0" CELLSPACING="2" CELLPADDING="0" FIXEDSIZE="TRUE" WIDTH="{sum(widths) + 2 * len(kinds) + 2}"'
+           f' HEIGHT="20"><TR>{cells}</TR></TABLE>')
+    return f'<<TABLE BORDER="0"><TR><TD>{title}</TD></TR><TR><TD ALIGN="CENTER"><FONT POINT-SIZE="9">{key}</FONT></TD></TR></TABLE>>'
 
 def render_source(source: str, fmt: str) -> bytes:
     """DOT text rendered by Graphviz's `dot` program as `fmt` (svg, png, pdf)."""
