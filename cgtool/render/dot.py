@@ -104,7 +104,7 @@ def _draw_nodes(dot: graphviz.Digraph, graph: Graph, repeats: list[Repeat], show
         if gid:
             target.attr(label=_body_label(graph, gid), style="dashed,rounded", color="#868e96", cg_graph=str(gid),
                         fontname="Helvetica", fontsize="10")
-        for r in (r for r in repeats if r.graph == gid):
+        for r in (r for r in repeats if r.graph == gid and r.members[0] in shown):
             sub = graphviz.Digraph(f"cluster_fold{r.members[0]}")
             sub.attr(label=f"×{r.count:,}  ({r.period} node{'s' if r.period > 1 else ''} each, "
                            f"{len(r.members):,} in all)",
