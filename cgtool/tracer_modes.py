@@ -136,6 +136,7 @@ class Tracer:
         self._backward_frames = (-1, -1)  # user frame of the last .backward(): frames of engine-thread ops
         self._aten_names: dict[Any, tuple[str, bool]] = {}
         self._call_names: dict[Any, str] = {}
+        self._sized_by_data: dict[str, Any] | None = None  # detail of a data-sized op awaiting its output
         self._broken = False  # a tracer failure: forward everything untouched from now on
         self._saved_sync_mode: Any = None
         self._saved_showwarning: Any = None
@@ -259,10 +260,10 @@ class Tracer:
             dtypes.append(_dtype_name(t.dtype))
             devices.append(_device_name(t))
         if self.virtual_cuda:
-            if tensors:
-                host = bool(self._host) and all(self._is_host(t) for t in tensors)
+            if self._call_host or not tensors:
+                host = bool(self._call_host)  # inside a host-only call (or a factory of one)
             else:
-                host = bool(self._call_host)
+                host = bool(self._host) and all(self._is_host(t) for t in tensors)
         else:
             host = not any(t.is_cuda for t in tensors)
             if host and not tensors:
@@ -283,6 +284,8 @@ class Tracer:
         if ops is not None:
             ops.append(OpRecord(ATEN, name, tuple(shapes), tuple(dtypes), tuple(devices), inner, outer, stream,
                                 capturing, host, detail))
+            if detail is not None and ("via" in detail or "data_dependent" in detail):
+                self._sized_by_data = detail  # its output shapes are filled in after it runs
         return host and self.virtual_cuda
 
     def _aten_detail(self, name: str, args: tuple, kwargs: dict, tensors: list[_Tensor]) -> dict[str, Any] | None:
@@ -354,7 +357,7 @@ class Tracer:
             target = self._to_target(args[1:], kwargs)
         elif name == "Tensor.cuda":
             target = "device"
-        self._call_host = host
+        self._call_host = host and target != "device"
         if self._ops is None:
             return host, target
         gen = kwargs.get("generator") if kwargs else None
@@ -546,9 +549,14 @@ class _DispatchMode(TorchDispatchMode):
             t._fail(exc)
             tag = False
         out = func(*args, **kwargs)
-        if tag:
+        if tag or t._sized_by_data is not None:
             try:
-                t._tag(out, pinned=False)
+                if tag:
+                    t._tag(out, pinned=False)
+                if t._sized_by_data is not None:
+                    outs = out if isinstance(out, (list, tuple)) else (out,)
+                    t._sized_by_data["out_shapes"] = tuple(tuple(o.shape) for o in outs if isinstance(o, _Tensor))
+                    t._sized_by_data = None
             except Exception as exc:  # noqa: BLE001
                 t._fail(exc)
         return out

@@ -30,7 +30,8 @@ def quote(trace: Trace, frame: int) -> str:
     f = trace.frame(frame)
     if f is None:
         return "an unknown line"
-    return f"line {f.line} (`{f.source}`)" if f.source else f"line {f.line}"
+    source = f.source.split("  #", 1)[0].strip()
+    return f"line {f.line} (`{source}`)" if source else f"line {f.line}"
 
 
 def compared_iterations(trace: Trace) -> list[Iteration]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from cgtool import op_roles as R
 from cgtool.checks.common import alignments, compared_iterations, finding_at
+from cgtool.checks.sync import is_optimizer_host_read
 from cgtool.findings import Finding
 from cgtool.trace import ATEN, CALL, OpRecord, Trace
 
@@ -51,7 +52,8 @@ def _copy_finding(trace: Trace, op: OpRecord, d: dict) -> Finding | None:
 
 def check_host_scalars(trace: Trace) -> list[Finding]:
     out: list[Finding] = []
-    syncs = {op.frame for it in trace.iterations for op in it.ops if op.name in _SYNC_NAMES and not op.host}
+    syncs = {op.frame for it in trace.iterations for op in it.ops
+             if op.name in _SYNC_NAMES and not op.host or is_optimizer_host_read(op)}
     for al in alignments(trace):
         for a, b in al.pairs:
             if a.kind != CALL or a.host or a.frame in syncs or a.shapes != b.shapes:

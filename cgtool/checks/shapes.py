@@ -29,6 +29,8 @@ def check_shapes(trace: Trace) -> list[Finding]:
     data_dependent = {op.frame for it in trace.iterations for op in it.ops if _sizes_from_data(op)}
     for al in alignments(trace):
         for a, b in al.pairs:
+            if a.frame in data_dependent:  # sizes that follow from the data: causes, not findings
+                causes += _changed_sizes(_out_shapes(a), _out_shapes(b))
             if a.shapes == b.shapes or a.host:
                 continue
             pairs = list(_changed_sizes(a.shapes, b.shapes))
@@ -39,6 +41,10 @@ def check_shapes(trace: Trace) -> list[Finding]:
                 continue  # sizes that follow from data (nonzero, masks): the sync finding names the line
             out.append(finding_at(trace, "CG301", b.frame, _shape_message(a, b, al)))
     return out
+
+
+def _out_shapes(op: OpRecord) -> tuple:
+    return tuple((op.detail or {}).get("out_shapes", ()))
 
 
 def _sizes_from_data(op: OpRecord) -> bool:

@@ -148,6 +148,6 @@ def _uncaptured(trace: Trace, stream: int | None, frame: int, name: str, switch:
     if switch is not None and switch != frame:
         what = "switches to the default stream" if default else \
             f"switches to stream {stream} without forking it (`s.wait_stream(torch.cuda.current_stream())`)"
-        out.append(finding_at(trace, rule, switch, f"the step {what}; the work under it ({quote(trace, frame)}) "
+        out.append(finding_at(trace, rule, switch, f"the step {what}; the work under it, at {quote(trace, frame)}, "
                               "is left out of the graph"))
     return out

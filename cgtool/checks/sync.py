@@ -30,6 +30,8 @@ def check_sync(trace: Trace) -> list[Finding]:
         ops = it.ops
         for k, op in enumerate(ops):
             if op.host:
+                if is_optimizer_host_read(op):
+                    out.append(_optimizer(trace, op, tuple((op.detail or {}).get("via", ()))))
                 continue
             f = _op_finding(trace, op, ops, k)
             if f is not None:
@@ -89,14 +91,26 @@ def _in_library(trace: Trace, op: OpRecord, rule: str, message: str, via: tuple[
         return finding_at(trace, rule, op.frame, message)
     where = via[-1] if len(via) == 1 else f"{via[0]} → {via[-1]}"
     if any("torch/optim/" in v for v in via):
-        opt = next((v.split(":")[0].rsplit("/", 1)[-1].removesuffix(".py") for v in reversed(via)
-                    if "torch/optim/" in v and "optimizer.py" not in v), "optimizer")
-        return finding_at(trace, "CG404", op.frame, f"the optimizer step reads a GPU value on the host "
-                          f"({op.name} in {where}): `{opt}` without capturable=True cannot be captured")
+        return _optimizer(trace, op, via)
     if any("grad_scaler.py" in v for v in via):
-        return finding_at(trace, "CG101", op.frame, f"GradScaler reads a GPU value on the host ({op.name} in "
-                          f"{where}): it checks found_inf with .item() before stepping", hint=_SCALER_HINT)
+        return finding_at(trace, "CG101", op.frame, f"GradScaler reads a GPU value on the host (`{op.name}` in "
+                          f"{via[-1]}): it checks found_inf on the host before stepping", hint=_SCALER_HINT)
     return finding_at(trace, rule, op.frame, f"{message}, inside torch ({where})")
+
+
+def is_optimizer_host_read(op: OpRecord) -> bool:
+    """An optimizer reading its step count from a host tensor: the mark of capturable=False."""
+    via = (op.detail or {}).get("via", ())
+    return op.kind == CALL and op.name in R.SCALAR_READ_CALLS and any("torch/optim/" in v for v in via)
+
+
+def _optimizer(trace: Trace, op: OpRecord, via: tuple[str, ...]) -> Finding:
+    module = next((v.split(":")[0] for v in reversed(via) if "torch/optim/" in v and "optimizer.py" not in v),
+                  "torch/optim")
+    where = "its step count on the host" if op.host else "a GPU value on the host"
+    return finding_at(trace, "CG404", op.frame, f"the optimizer ({module}) reads {where} (`{op.name}` in "
+                      f"{via[-1] if via else module}): without capturable=True it cannot be captured (PyTorch "
+                      "raises `Attempting CUDA graph capture of step() ... capturable is False`)")
 
 
 def _event_findings(trace: Trace) -> list[Finding]:
