@@ -50,7 +50,8 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
     if report.graph is not None:
         from cgtool.render.dot import graph_to_dot
 
-        source = graph_to_dot(report.graph).source
+        # every node stays in graph.dot (folded where it repeats) so `cgtool dot graph.dot` reads it back whole
+        source = graph_to_dot(report.graph, max_nodes=max(len(report.graph.nodes), 1)).source
         dot_path = os.path.join(out_dir, "graph.dot")
         atomic_write(dot_path, source)
         written["graph.dot"] = dot_path
