@@ -39,6 +39,9 @@ def atomic_write(path: str, data: str | bytes) -> None:
 
 def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None:
     """Write every output the report supports; record paths in report.outputs; report.json last."""
+    import time
+
+    t0 = time.perf_counter()
     written: dict[str, str] = {}
     driver_src = report.outputs.pop("graph.driver.dot", None)
     if driver_src and os.path.exists(driver_src):
@@ -55,6 +58,7 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
         dot_path = os.path.join(out_dir, "graph.dot")
         atomic_write(dot_path, source)
         written["graph.dot"] = dot_path
+        report.settings["write_dots_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
         if render_svg and shutil.which("dot"):
             svg_path = os.path.join(out_dir, "graph.svg")
             try:
