@@ -166,7 +166,7 @@ def _is_cuda(device: Any) -> bool:
 
 
 class _CpuMode(TorchFunctionMode):
-    """Sends device="cuda", .cuda(), .to("cuda") and pinned memory to the CPU; record_stream is a no-op."""
+    """Sends device="cuda", .cuda(), .to("cuda") and pinned memory to the CPU."""
 
     _TensorBase = torch._C.TensorBase
 
@@ -177,8 +177,6 @@ class _CpuMode(TorchFunctionMode):
             return args[0]
         if func is tb.pin_memory:
             return args[0].clone()
-        if func is tb.record_stream:
-            return None
         if func is tb.to and any(_is_cuda(a) for a in args[1:]):
             args = tuple("cpu" if i and _is_cuda(a) else a for i, a in enumerate(args))
         if kwargs:
@@ -306,6 +304,8 @@ class CudaStandins:
         if accelerator is not None:
             self._set(accelerator, "synchronize", synchronize)
         self._set(torch, "Generator", Generator)
+        # record_stream's argument parser rejects a stand-in stream before any mode sees the call
+        self._set(torch.Tensor, "record_stream", lambda tensor, stream: None)
         self._install_capturable_optimizers()
         self._install_grad_scaler()
 

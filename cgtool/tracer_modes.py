@@ -136,6 +136,7 @@ class Tracer:
         self._backward_frames = (-1, -1)  # user frame of the last .backward(): frames of engine-thread ops
         self._aten_names: dict[Any, tuple[str, bool]] = {}
         self._call_names: dict[Any, str] = {}
+        self._sized_by_call: dict[str, Any] | None = None  # detail of a call with numbers awaiting its output
         self._sized_by_data: dict[str, Any] | None = None  # detail of a data-sized op awaiting its output
         self._broken = False  # a tracer failure: forward everything untouched from now on
         self._saved_sync_mode: Any = None
@@ -246,6 +247,7 @@ class Tracer:
     # ---- aten ops --------------------------------------------------------------------------------
     def _on_aten(self, func: Any, args: tuple, kwargs: dict) -> bool:
         """Record one aten op; True when its outputs are host tensors to tag (CPU run)."""
+        self._sized_by_data = None
         info = self._aten_names.get(func)
         if info is None:
             name = R.aten_packet(func)
@@ -349,6 +351,7 @@ class Tracer:
 
     def _on_call(self, name: str, args: tuple, kwargs: dict) -> tuple[bool, str | None]:
         """Record a call before it runs. Returns (host side, target side of a move) for _after_call."""
+        self._sized_by_call = None
         tensors, numbers = _scan_call(args, kwargs)
         dev_arg = kwargs.get("device") if kwargs else None
         host = self._call_side(name, tensors, dev_arg)
@@ -378,6 +381,8 @@ class Tracer:
                                   tuple(_dtype_name(t.dtype) for t in tensors),
                                   tuple(_device_name(t) for t in tensors), inner, outer, None, None, host,
                                   detail or None))
+        if "scalars" in detail:
+            self._sized_by_call = detail  # _after_call adds the output shape: a size or a value changed?
         return host, target
 
     def _call_side(self, name: str, tensors: list[_Tensor], dev_arg: Any) -> bool:
@@ -449,6 +454,10 @@ class Tracer:
         """Learn host tensors (factories with no device, .cpu(), pinning); a move to the device un-learns.
         On the CPU run a move that returned its own input returns an alias instead, so that the host and
         the device copy are distinct objects as on a GPU (same storage, same values)."""
+        if self._sized_by_call is not None:
+            if isinstance(out, _Tensor):
+                self._sized_by_call["out_shape"] = tuple(out.shape)
+            self._sized_by_call = None
         src = args[0] if args and isinstance(args[0], _Tensor) else None
         if name in R.FACTORY_CALLS and name != "Tensor.new_tensor":
             if host:

@@ -3,8 +3,9 @@
 - Host-to-device copies: `torch.tensor(data, device=...)`, `.to(device)`/`.cuda()`/`copy_` of host tensors.
   A copy from a host tensor made in the step, or from pageable memory, is reported; a copy from a pinned
   buffer made in setup/inputs is the recommended pattern and is not.
-- Python numbers passed to device ops that change between iterations (a counter, a schedule): the graph
-  keeps the number it saw at capture. Sizes that change are dynamic shapes (CG301).
+- Python numbers passed to device ops that change between iterations (a counter, a schedule, an index):
+  the graph keeps the number it saw at capture. Numbers that change the op's output shape are sizes:
+  dynamic shapes (CG301).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from cgtool.trace import ATEN, CALL, OpRecord, Trace
 
 _PAGEABLE = ("capture fails: `Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU "
              "tensor is pinned`")
-_SIZED_FACTORIES = R.FACTORY_CALLS - R.DATA_FACTORY_CALLS
 _SYNC_NAMES = frozenset(R.SCALAR_READ_CALLS) | R.SCALAR_READ_ATEN | frozenset(R.TO_HOST_CALLS)
 
 
@@ -62,8 +62,7 @@ def check_host_scalars(trace: Trace) -> list[Finding]:
             if sa is None or sb is None or _same(sa, sb):
                 continue
             changed = [(x, y) for x, y in zip(sa, sb) if not _same(x, y)]
-            sizes = a.name in _SIZED_FACTORIES or any(isinstance(x, (tuple, list)) for x, _ in changed)
-            if sizes:
+            if (a.detail or {}).get("out_shape") != (b.detail or {}).get("out_shape"):
                 out.append(finding_at(trace, "CG301", a.frame, f"the size or slice passed to `{a.name}` changes "
                                       f"between iterations ({_show(changed)}); replay keeps the captured shapes"))
             else:

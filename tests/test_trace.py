@@ -1,0 +1,184 @@
+"""The tracer: what it records per op and call, frames in the user's code, host tensors, JSON, and that
+it never changes what the user's code computes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from cgtool.trace import ATEN, CALL, Trace  # noqa: E402
+from cgtool.tracer_modes import Tracer  # noqa: E402
+
+THIS = __file__.removesuffix("c")
+
+
+def _mlp_step(model, x):
+    h = model(x)  # line of the model call
+    return h.sum()
+
+
+def _outer_step(model, x):
+    return _mlp_step(model, x)  # the step's line
+
+
+def _names(it):
+    return [(op.kind, op.name) for op in it.ops]
+
+
+def test_records_aten_ops_with_shapes_dtypes_devices_and_frames():
+    model = torch.nn.Linear(4, 3)
+    x = torch.randn(2, 4)
+    with Tracer() as tracer:
+        with tracer.iteration(0, inputs={"x": x}):
+            _outer_step(model, x)
+    trace = tracer.trace
+    it = trace.iterations[0]
+    addmm = next(op for op in it.ops if op.name == "aten.addmm")
+    assert addmm.kind == ATEN and addmm.shapes == ((3,), (2, 4), (4, 3))
+    assert addmm.dtypes == ("float32",) * 3 and addmm.devices == ("cpu",) * 3
+    frame = trace.frames[addmm.frame]
+    assert frame.file == THIS and frame.function == "_mlp_step" and frame.source == "h = model(x)  # line of the model call"
+    assert trace.frames[addmm.outer].source == "return _mlp_step(model, x)  # the step's line"  # stops at the harness
+    assert it.inputs == {"x": (2, 4)} and it.phase == "warmup"
+    assert trace.tracer_error is None
+
+
+def test_item_is_recorded_as_call_and_aten_op():
+    x = torch.randn(3)
+    with Tracer(virtual_cuda=True) as tracer:
+        with tracer.iteration(0):
+            x.sum().item()
+    names = _names(tracer.trace.iterations[0])
+    assert (CALL, "Tensor.item") in names and (ATEN, "aten._local_scalar_dense") in names
+    item = next(op for op in tracer.trace.iterations[0].ops if op.name == "Tensor.item")
+    assert item.host is False and item.detail["via"] == ()
+
+
+def test_real_devices_make_cpu_tensors_host_tensors():
+    """Without virtual_cuda (a GPU run's semantics) a CPU tensor is a host tensor: no GPU work, no sync."""
+    with Tracer() as tracer:
+        with tracer.iteration(0):
+            torch.ones(2).sum().item()
+    assert all(op.host for op in tracer.trace.iterations[0].ops)
+
+
+def test_host_tensors_and_copies_to_the_device():
+    device = torch.device("cpu")  # the CPU run's stand-in for the GPU
+    with Tracer(virtual_cuda=True) as tracer:
+        with tracer.host_watch("setup"):
+            staging = torch.zeros(4)
+        with tracer.iteration(0):
+            made_here = torch.tensor([1.0, 2.0])
+            on_device = made_here.to(device)
+            staging.to(device)
+            torch.tensor([3.0], device=device)
+            on_device.sum().item()
+            made_here.sum().item()
+    ops = tracer.trace.iterations[0].ops
+    moves = [op.detail for op in ops if op.detail and op.detail.get("move") == "h2d"]
+    assert [(d["src"], d["pinned"]) for d in moves] == [("step", False), ("setup", False), ("step", False)]
+    items = [op for op in ops if op.name == "Tensor.item"]
+    assert [op.host for op in items] == [False, True]
+    assert on_device is not made_here  # the CPU run hands back a distinct device copy, as a GPU would
+
+
+def test_python_numbers_and_generators_are_recorded():
+    gen = torch.Generator()
+    x = torch.randn(3)
+    with Tracer(virtual_cuda=True) as tracer:
+        with tracer.iteration(0):
+            x.mul(0.5)
+            torch.randn(2, generator=gen, device=torch.device("cpu"))
+    ops = tracer.trace.iterations[0].ops
+    mul = next(op for op in ops if op.name == "Tensor.mul")
+    assert mul.detail["scalars"] == (0.5,) and mul.detail["out_shape"] == (3,)
+    rand = next(op for op in ops if op.name == "torch.randn")
+    assert rand.detail["generator"] == "custom"
+
+
+def test_capture_phase_and_last_user_frame():
+    with Tracer() as tracer:
+        with tracer.iteration(0):
+            torch.ones(1).add(1)
+        with tracer.iteration("capture"):
+            torch.ones(1).sub(1)  # the last op
+    its = tracer.trace.iterations
+    assert [(it.index, it.phase) for it in its] == [(0, "warmup"), (1, "capture")]
+    assert tracer.last_user_frame().source == "torch.ones(1).sub(1)  # the last op"
+    assert tracer.trace.culprit("capture") == tracer.last_user_frame()
+
+
+def test_backward_ops_are_attributed_to_the_backward_line():
+    w = torch.randn(3, requires_grad=True)
+    with Tracer() as tracer:
+        with tracer.iteration(0):
+            loss = (w * 2).sum()
+            loss.backward()  # backward line
+    trace = tracer.trace
+    late = [op for op in trace.iterations[0].ops if trace.frames[op.frame].source == "loss.backward()  # backward line"]
+    assert any(op.kind == ATEN for op in late)
+
+
+def test_a_user_exception_passes_through_and_is_kept():
+    with Tracer() as tracer:
+        with pytest.raises(ZeroDivisionError):
+            with tracer.iteration(0):
+                torch.ones(1).add(1)
+                1 / 0
+    assert tracer.trace.iterations[0].error.startswith("ZeroDivisionError")
+
+
+def test_a_tracer_failure_never_changes_results(monkeypatch):
+    x = torch.randn(8, 8)
+    expected = (x @ x).relu().sum()
+    tracer = Tracer(virtual_cuda=True)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("tracer bug")
+
+    monkeypatch.setattr(tracer, "_on_aten", broken)
+    with tracer:
+        with tracer.iteration(0):
+            got = (x @ x).relu().sum()
+        with tracer.iteration(1):
+            again = (x @ x).relu().sum()
+    assert torch.equal(got, expected) and torch.equal(again, expected)
+    assert tracer.trace.tracer_error == "RuntimeError: tracer bug"
+    assert tracer.trace.iterations[1].ops == []  # recording stays off after a failure
+
+
+def test_modes_are_removed_after_the_run():
+    from torch.overrides import _get_current_function_mode_stack
+    from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+    with Tracer() as tracer:
+        with tracer.iteration(0):
+            torch.ones(1).add(1)
+    assert _get_current_function_mode_stack() == [] and _get_current_dispatch_mode_stack() == []
+
+
+def test_stream_events_carry_frame_and_position():
+    with Tracer() as tracer:
+        with tracer.iteration(0):
+            torch.ones(1).add(1)
+            tracer.stream_event("wait-stream", 2, 1)  # the fork
+    ev = tracer.trace.events[0]
+    assert (ev.iteration, ev.kind, ev.stream, ev.target) == (0, "wait-stream", 2, 1)
+    assert ev.position == len(tracer.trace.iterations[0].ops)
+    assert tracer.trace.frames[ev.frame].source.endswith("# the fork")
+
+
+def test_json_round_trip():
+    model = torch.nn.Linear(4, 3)
+    with Tracer(virtual_cuda=True) as tracer:
+        with tracer.iteration(0):
+            _mlp_step(model, torch.randn(2, 4)).item()
+    data = json.loads(json.dumps(tracer.trace.to_json()))
+    again = Trace.from_json(data)
+    assert again.to_json() == data
+    assert again.iterations[0].ops[0].shapes == tuple(tuple(s) for s in tracer.trace.iterations[0].ops[0].shapes)
+    with pytest.raises(ValueError):
+        Trace.from_json({**data, "schema": 99})
