@@ -25,25 +25,25 @@ def analyze_on_cpu(script: Script, warmup: int = 3) -> tuple[Trace, list[Finding
     import torch
 
     from cgtool.checks import run_checks
-    from cgtool.cuda_standins import CAPTURE_STREAM, DEFAULT_STREAM, cuda_standins
+    from cgtool.cuda_standins import CAPTURE_STREAM, DEFAULT_STREAM, cuda_standins, run_on_cpu
     from cgtool.tracer_modes import Tracer
 
     device = torch.device("cpu")
     errors: list[ErrorRecord] = []
     with cuda_standins() as cuda:
-        tracer = Tracer(virtual_cuda=True, stream_probe=cuda.probe, device="cpu")
+        tracer = Tracer(virtual_cuda=True, stream_probe=cuda.probe, device="cpu", call=run_on_cpu)
         cuda.record = tracer.stream_event
         trace = tracer.trace
         trace.default_stream, trace.capture_stream = DEFAULT_STREAM, CAPTURE_STREAM
         with tracer:
-            state = _phase(errors, "setup", tracer, lambda: script.call_setup(device))
+            state = _phase(errors, "setup", tracer, cuda, lambda: script.call_setup(device))
             for i in range(warmup if state is not None else 0):
-                inputs = _phase(errors, "inputs", tracer, lambda: script.call_inputs(i, device))
+                inputs = _phase(errors, "inputs", tracer, cuda, lambda: script.call_inputs(i, device))
                 if errors:
                     break
                 cuda.begin_iteration()
                 try:
-                    with tracer.iteration(i, "warmup", inputs=inputs):
+                    with cuda.paused(), tracer.iteration(i, "warmup", inputs=inputs):
                         script.call_step(state, inputs)
                 except Exception as exc:  # the user's step raised: report it, check what ran
                     errors.append(_error("warmup", exc))
@@ -51,9 +51,9 @@ def analyze_on_cpu(script: Script, warmup: int = 3) -> tuple[Trace, list[Finding
     return trace, run_checks(trace), errors
 
 
-def _phase(errors: list[ErrorRecord], phase: str, tracer: Any, call: Any) -> Args | None:
+def _phase(errors: list[ErrorRecord], phase: str, tracer: Any, cuda: Any, call: Any) -> Args | None:
     try:
-        with tracer.host_watch(phase):
+        with cuda.paused(), tracer.host_watch(phase):  # the tracer's call hook stands in for the mode
             return call()
     except Exception as exc:
         errors.append(_error(phase, exc))

@@ -165,27 +165,30 @@ def _is_cuda(device: Any) -> bool:
     return isinstance(device, int) and not isinstance(device, bool)
 
 
-class _CpuMode(TorchFunctionMode):
-    """Sends device="cuda", .cuda(), .to("cuda") and pinned memory to the CPU."""
+def run_on_cpu(func: Any, args: tuple, kwargs: dict) -> Any:
+    """Run a torch call with CUDA devices and pinned memory sent to the CPU (.cuda() is a no-op)."""
+    tb = torch._C.TensorBase
+    if func is tb.cuda:
+        return args[0]
+    if func is tb.pin_memory:
+        return args[0].clone()
+    if func is tb.to and any(_is_cuda(a) for a in args[1:]):
+        args = tuple("cpu" if i and _is_cuda(a) else a for i, a in enumerate(args))
+    if kwargs:
+        device = kwargs.get("device")
+        if device is not None and _is_cuda(device):
+            kwargs = {**kwargs, "device": "cpu"}
+        if kwargs.get("pin_memory"):
+            kwargs = {**kwargs, "pin_memory": False}
+    return func(*args, **kwargs)
 
-    _TensorBase = torch._C.TensorBase
+
+class _CpuMode(TorchFunctionMode):
+    """Applies run_on_cpu to every torch call (setup, inputs); a Tracer given `call=run_on_cpu` does it
+    during traced iterations instead, with this mode paused, so each call pays for one mode only."""
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
-        tb = self._TensorBase
-        if func is tb.cuda:
-            return args[0]
-        if func is tb.pin_memory:
-            return args[0].clone()
-        if func is tb.to and any(_is_cuda(a) for a in args[1:]):
-            args = tuple("cpu" if i and _is_cuda(a) else a for i, a in enumerate(args))
-        if kwargs:
-            device = kwargs.get("device")
-            if device is not None and _is_cuda(device):
-                kwargs = {**kwargs, "device": "cpu"}
-            if kwargs.get("pin_memory"):
-                kwargs = {**kwargs, "pin_memory": False}
-        return func(*args, **kwargs)
+        return run_on_cpu(func, args, kwargs or {})
 
 
 class CudaStandins:
@@ -204,6 +207,10 @@ class CudaStandins:
     # the Tracer's stream probe: (stream id, capturing unknown)
     def probe(self, device_index: int = 0) -> tuple[int, None]:
         return self.current, None
+
+    def paused(self) -> _Paused:
+        """Context: the device-rewriting mode is off (a Tracer with call=run_on_cpu does its work)."""
+        return _Paused(self)
 
     def begin_iteration(self) -> None:
         """Each iteration starts on the emulated capturing stream, as the capture will."""
@@ -337,6 +344,19 @@ class CudaStandins:
         self._set(scaler, "__init__", __init__)
 
 
+class _Paused:
+    def __init__(self, owner: CudaStandins) -> None:
+        self.owner = owner
+
+    def __enter__(self) -> None:
+        if self.owner._mode is not None:
+            self.owner._mode.__exit__(None, None, None)
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.owner._mode is not None:
+            self.owner._mode.__enter__()
+
+
 class _Missing:
     pass
 
@@ -360,4 +380,5 @@ def cuda_standins(record: Record | None = None) -> CudaStandins:
     return CudaStandins(record)
 
 
-__all__ = ["CAPTURE_STREAM", "DEFAULT_STREAM", "CudaStandins", "Event", "Generator", "Stream", "cuda_standins"]
+__all__ = ["CAPTURE_STREAM", "DEFAULT_STREAM", "CudaStandins", "Event", "Generator", "Stream", "cuda_standins",
+           "run_on_cpu"]

@@ -168,6 +168,8 @@ class FrameTable:
         self._index: dict[tuple[types.CodeType, int], int] = {}
         self._user: dict[types.CodeType, bool] = {}
         self.anchor: types.FrameType | None = None  # the harness frame an iteration runs under; walks stop there
+        self._last_key: tuple[int, types.CodeType, int] | None = None
+        self._last_hit = (-1, -1)
 
     def is_user(self, code: types.CodeType) -> bool:
         u = self._user.get(code)
@@ -197,6 +199,9 @@ class FrameTable:
             f = f.f_back
         if f is None:
             return -1, -1
+        key = (id(f), f.f_code, f.f_lineno)  # consecutive ops of one line share the walk
+        if key == self._last_key:
+            return self._last_hit
         inner = outer = f
         anchor = self.anchor
         g = f.f_back
@@ -209,7 +214,9 @@ class FrameTable:
                 outer = g
             g = g.f_back
         i = self.index(inner)
-        return i, (i if outer is inner else self.index(outer))
+        hit = (i, (i if outer is inner else self.index(outer)))
+        self._last_key, self._last_hit = key, hit
+        return hit
 
     def library_path(self, f: types.FrameType | None, limit: int = 8) -> tuple[str, ...]:
         """The library frames between f and the innermost user frame, nearest the user first

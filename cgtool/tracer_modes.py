@@ -17,6 +17,7 @@ raises (a failed capture) the last record and its frame name the culprit.
 
 from __future__ import annotations
 
+import gc
 import sys
 import threading
 import warnings
@@ -118,10 +119,12 @@ class Tracer:
     records (off by default: cgtool.gpu_trace hooks the warnings itself)."""
 
     def __init__(self, *, virtual_cuda: bool = False, stream_probe: StreamProbe | None = None,
-                 sync_debug: bool = False, device: str | None = None) -> None:
+                 sync_debug: bool = False, device: str | None = None,
+                 call: Callable[[Any, tuple, dict], Any] | None = None) -> None:
         self.virtual_cuda = virtual_cuda
         cuda = (not virtual_cuda) and torch.cuda.is_available()
         self._probe = stream_probe if stream_probe is not None else (cuda_stream_probe() if cuda else None)
+        self._call = call  # runs a user's call (the CPU stand-ins send CUDA devices to the CPU); None: as is
         self._sync_debug = sync_debug and cuda
         self.trace = Trace(device=device or ("cuda:0" if cuda else "cpu"), virtual_cuda=virtual_cuda)
         self._frames = FrameTable(self.trace.frames)
@@ -257,10 +260,11 @@ class Tracer:
         name, notable = info
         tensors = _tensor_args(args, kwargs)
         shapes, dtypes, devices = [], [], []
+        dtype_names, device_names = _DTYPE_NAMES, _DEVICE_NAMES
         for t in tensors:
-            shapes.append(t.shape)
-            dtypes.append(_dtype_name(t.dtype))
-            devices.append(_device_name(t))
+            shapes.append(tuple(t.shape))  # a plain tuple of ints: the GC can untrack it
+            dtypes.append(dtype_names.get(t.dtype) or _dtype_name(t.dtype))
+            devices.append(device_names.get(t.get_device()) or _device_name(t))
         if self.virtual_cuda:
             if self._call_host or not tensors:
                 host = bool(self._call_host)  # inside a host-only call (or a factory of one)
@@ -377,7 +381,7 @@ class Tracer:
         inner, outer = self._where(1)
         if name in R.BACKWARD_CALLS:
             self._backward_frames = (inner, outer)
-        self._ops.append(OpRecord(CALL, name, tuple(t.shape for t in tensors),
+        self._ops.append(OpRecord(CALL, name, tuple(tuple(t.shape) for t in tensors),
                                   tuple(_dtype_name(t.dtype) for t in tensors),
                                   tuple(_device_name(t) for t in tensors), inner, outer, None, None, host,
                                   detail or None))
@@ -491,6 +495,7 @@ class _Phase:
         self.tracer, self.index, self.phase, self.inputs, self.record = tracer, index, phase, inputs, record
         self.it: Iteration | None = None
         self._saved: tuple[Any, ...] = ()
+        self._gc_was_enabled = True
 
     def __enter__(self) -> Iteration | None:
         t = self.tracer
@@ -507,7 +512,9 @@ class _Phase:
         fmode = _FunctionMode(t)
         fmode.__enter__()
         t._modes.append(fmode)
+        self._gc_was_enabled = gc.isenabled()
         if self.record:
+            gc.disable()  # collections would rescan the growing trace again and again; resumed on exit
             dmode = _DispatchMode(t)
             dmode.__enter__()
             t._modes.append(dmode)
@@ -521,6 +528,8 @@ class _Phase:
             _SyncWarnings.stop(t)
         for _ in range(2 if self.record else 1):
             t._modes.pop().__exit__(None, None, None)
+        if self._gc_was_enabled:
+            gc.enable()
         if self.it is not None and exc is not None:
             self.it.error = f"{type(exc).__name__}: {exc}"
         t._ops, t._iteration, t._phase, t._frames.anchor = self._saved
@@ -542,6 +551,10 @@ def _input_shapes(inputs: Any) -> dict[str, tuple[int, ...]]:
 
 
 class _DispatchMode(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # no torch._disable_dynamo wrapper around our handler: it costs ~2 us per op
+
     def __init__(self, tracer: Tracer) -> None:
         super().__init__()
         self.tracer = tracer
@@ -580,21 +593,23 @@ class _FunctionMode(TorchFunctionMode):
         if kwargs is None:
             kwargs = {}
         t = self.tracer
+        run = t._call
         if t._mute or t._broken:
-            return func(*args, **kwargs)
+            return func(*args, **kwargs) if run is None else run(func, args, kwargs)
         try:
             name = t._call_name(func)
             if name == "Tensor.<property>" or (t._ops is None and name not in R.HOST_WATCH_CALLS):
-                return func(*args, **kwargs)  # a host watch only cares about creations and moves
+                # a host watch only cares about creations and moves
+                return func(*args, **kwargs) if run is None else run(func, args, kwargs)
             host, target = t._on_call(name, args, kwargs)
             quiet = name in R.QUIET_CALLS
         except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
             t._fail(exc)
-            return func(*args, **kwargs)
+            return func(*args, **kwargs) if run is None else run(func, args, kwargs)
         if quiet:
             t._mute += 1
         try:
-            out = func(*args, **kwargs)
+            out = func(*args, **kwargs) if run is None else run(func, args, kwargs)
         finally:
             if quiet:
                 t._mute -= 1

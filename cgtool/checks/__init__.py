@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Callable, Collection, Sequence
 
 from cgtool.checks.host import check_device_work, check_host_copies, check_host_scalars
@@ -30,12 +31,18 @@ def run_checks(trace: Trace, checks: Sequence[Check] = CHECKS, *, skip_rules: Co
     """All findings of `checks` on `trace`, one per (rule, file, line), the first found kept, in file/line order."""
     seen: set[tuple[str, str | None, int | None]] = set()
     out: list[Finding] = []
-    for check in checks:
-        for f in check(trace):
-            key = (f.rule, f.file, f.line)
-            if key not in seen and f.rule not in skip_rules:
-                seen.add(key)
-                out.append(f)
+    was_enabled = gc.isenabled()
+    gc.disable()  # a large trace is many objects: collections would rescan them for nothing
+    try:
+        for check in checks:
+            for f in check(trace):
+                key = (f.rule, f.file, f.line)
+                if key not in seen and f.rule not in skip_rules:
+                    seen.add(key)
+                    out.append(f)
+    finally:
+        if was_enabled:
+            gc.enable()
     return sorted(out, key=lambda f: (f.file or "", f.line or 0, f.rule))
 
 

@@ -26,10 +26,11 @@ _SYNC_NAMES = frozenset(R.SCALAR_READ_CALLS) | R.SCALAR_READ_ATEN
 def check_shapes(trace: Trace) -> list[Finding]:
     out: list[Finding] = []
     causes: list[tuple[int, int]] = []  # (size before, size after) pairs already reported
-    data_dependent = {op.frame for it in trace.iterations for op in it.ops if _sizes_from_data(op)}
+    data_dependent = {op.frame for it in trace.iterations for op in it.ops
+                      if op.detail is not None and _sizes_from_data(op)}
     for al in alignments(trace):
         for a, b in al.pairs:
-            if a.frame in data_dependent:  # sizes that follow from the data: causes, not findings
+            if data_dependent and a.frame in data_dependent:  # sizes that follow from the data: causes
                 causes += _changed_sizes(_out_shapes(a), _out_shapes(b))
             if a.shapes == b.shapes or a.host:
                 continue
