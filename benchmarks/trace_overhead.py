@@ -11,6 +11,7 @@ iteration (the bar: under 3x), and the fixed costs (stand-ins, tracer set-up, ho
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -56,11 +57,13 @@ def make_step(model: nn.Module, train: bool):
     return step
 
 
-def timed(fn, rounds: int) -> list[float]:
+def timed(fn, rounds: int, sync=lambda: None) -> list[float]:
     out = []
     for _ in range(rounds):
+        sync()
         t0 = time.perf_counter()
         fn()
+        sync()
         out.append(time.perf_counter() - t0)
     return out
 
@@ -72,16 +75,24 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--train", action="store_true", help="forward + backward + SGD instead of inference")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu (the CPU analysis) or cuda (the GPU run's tracer)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    device = torch.device("cpu")
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
 
     t0 = time.perf_counter()
-    standins = cuda_standins()
-    standins.__enter__()
-    tracer = Tracer(virtual_cuda=True, stream_probe=standins.probe, device="cpu", call=run_on_cpu)
-    standins.record = tracer.stream_event
+    if cuda:  # the GPU run: real devices and streams, no stand-ins
+        standins = contextlib.nullcontext()
+        standins.paused = contextlib.nullcontext  # type: ignore[attr-defined]
+        tracer = Tracer()
+    else:
+        standins = cuda_standins()
+        standins.__enter__()
+        tracer = Tracer(virtual_cuda=True, stream_probe=standins.probe, device="cpu", call=run_on_cpu)
+        standins.record = tracer.stream_event
     tracer.__enter__()
     fixed_setup = time.perf_counter() - t0
 
@@ -99,14 +110,14 @@ def main() -> None:
     for _ in range(2):
         step(x)  # warm caches (allocator, first-call paths)
 
-    eager = timed(lambda: step(x), args.rounds)
+    eager = timed(lambda: step(x), args.rounds, sync)
     counter = iter(range(10**9))
 
     def traced_iteration() -> None:
         with standins.paused(), tracer.iteration(next(counter), inputs={"x": x}):
             step(x)
 
-    traced = timed(traced_iteration, args.rounds)
+    traced = timed(traced_iteration, args.rounds, sync)
     ops = len(tracer.trace.iterations[-1].ops)
     t0 = time.perf_counter()
     findings = run_checks(tracer.trace)
@@ -117,7 +128,7 @@ def main() -> None:
     fixed_teardown = time.perf_counter() - t0
 
     e, t = statistics.median(eager), statistics.median(traced)
-    print(f"model: {args.blocks} blocks, batch {args.batch}, {'train' if args.train else 'inference'}, "
+    print(f"model: {args.blocks} blocks, batch {args.batch}, {'train' if args.train else 'inference'} on {device}, "
           f"{torch.get_num_threads()} thread(s), torch {torch.__version__}")
     print(f"ops recorded per iteration: {ops}")
     print(f"eager iteration (median of {args.rounds}):  {e * 1e3:8.2f} ms")

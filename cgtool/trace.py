@@ -187,9 +187,11 @@ class FrameTable:
         return i
 
     def locate(self, f: types.FrameType | None) -> tuple[int, int]:
-        """(innermost, outermost) user frame indices walking out from f, stopping at the anchor."""
+        """(innermost, outermost) user frame indices walking out from f, stopping at the anchor (the
+        harness: its own frames are never the user's, even when its file is not in site-packages)."""
         user = self._user
-        while f is not None:
+        anchor = self.anchor
+        while f is not None and f is not anchor:
             code = f.f_code
             u = user.get(code)
             if u is None:
@@ -197,13 +199,12 @@ class FrameTable:
             if u:
                 break
             f = f.f_back
-        if f is None:
+        if f is None or f is anchor:
             return -1, -1
         key = (id(f), f.f_code, f.f_lineno)  # consecutive ops of one line share the walk
         if key == self._last_key:
             return self._last_hit
         inner = outer = f
-        anchor = self.anchor
         g = f.f_back
         while g is not None and g is not anchor:
             code = g.f_code

@@ -183,6 +183,8 @@ class Tracer:
     def stream_event(self, kind: str, stream: int | None = None, target: int | None = None) -> None:
         try:
             inner, _ = self._frames.locate(sys._getframe(1))
+            if inner < 0:
+                return  # the harness's or torch's own call (torch.cuda.graph synchronizes), not the user's
             pos = len(self._ops) if self._ops is not None else 0
             self.trace.events.append(StreamEvent(self._iteration, pos, kind, stream, target, inner))
         except Exception as exc:  # noqa: BLE001 - never break the user's call

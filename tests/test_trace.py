@@ -100,11 +100,17 @@ def test_python_numbers_and_generators_are_recorded():
 
 
 def test_capture_phase_and_last_user_frame():
+    def warm():
+        torch.ones(1).add(1)
+
+    def capture():
+        torch.ones(1).sub(1)  # the last op
+
     with Tracer() as tracer:
         with tracer.iteration(0):
-            torch.ones(1).add(1)
+            warm()
         with tracer.iteration("capture"):
-            torch.ones(1).sub(1)  # the last op
+            capture()
     its = tracer.trace.iterations
     assert [(it.index, it.phase) for it in its] == [(0, "warmup"), (1, "capture")]
     assert tracer.last_user_frame().source == "torch.ones(1).sub(1)  # the last op"
@@ -113,10 +119,14 @@ def test_capture_phase_and_last_user_frame():
 
 def test_backward_ops_are_attributed_to_the_backward_line():
     w = torch.randn(3, requires_grad=True)
+
+    def step():
+        loss = (w * 2).sum()
+        loss.backward()  # backward line
+
     with Tracer() as tracer:
         with tracer.iteration(0):
-            loss = (w * 2).sum()
-            loss.backward()  # backward line
+            step()
     trace = tracer.trace
     late = [op for op in trace.iterations[0].ops if trace.frames[op.frame].source == "loss.backward()  # backward line"]
     assert any(op.kind == ATEN for op in late)
@@ -161,10 +171,15 @@ def test_modes_are_removed_after_the_run():
 
 
 def test_stream_events_carry_frame_and_position():
+    def step():
+        torch.ones(1).add(1)
+        tracer.stream_event("wait-stream", 2, 1)  # the fork
+
     with Tracer() as tracer:
         with tracer.iteration(0):
-            torch.ones(1).add(1)
-            tracer.stream_event("wait-stream", 2, 1)  # the fork
+            step()
+            tracer.stream_event("sync-device")  # the harness's own call: not the user's, not recorded
+    assert len(tracer.trace.events) == 1
     ev = tracer.trace.events[0]
     assert (ev.iteration, ev.kind, ev.stream, ev.target) == (0, "wait-stream", 2, 1)
     assert ev.position == len(tracer.trace.iterations[0].ops)
@@ -182,3 +197,49 @@ def test_json_round_trip():
     assert again.iterations[0].ops[0].shapes == tuple(tuple(s) for s in tracer.trace.iterations[0].ops[0].shapes)
     with pytest.raises(ValueError):
         Trace.from_json({**data, "schema": 99})
+
+
+# ---- on a CUDA device: the tracer under a real capture ------------------------------------------
+
+def _gpu_run(sample: str) -> dict:
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    runner = os.path.join(root, "tests", "data", "gpu_trace_runner.py")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    r = subprocess.run([sys.executable, runner, os.path.join(root, "samples", "hazards", sample)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert line, r.stderr[-3000:]
+    return json.loads(line[len("RESULT "):])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sample, rule, line, fails", [
+    ("item_sync.py", "CG101", 30, True),
+    ("tolist_sync.py", "CG103", 26, True),
+    ("custom_generator.py", "CG401", 24, True),
+    ("host_tensor.py", "CG402", 35, True),
+    ("unjoined_stream.py", "CG203", 26, True),
+    ("cuda_synchronize.py", "CG104", 27, True),
+    ("default_stream.py", "CG202", 26, False),
+    ("uncaptured_work.py", "CG201", 30, False),
+    ("dynamic_shape.py", "CG301", 25, False),
+    ("python_branch.py", "CG302", 21, False),
+])
+def test_gpu_capture_names_the_line(sample, rule, line, fails):
+    out = _gpu_run(sample)
+    assert out["tracer_error"] is None
+    assert (out["capture"] != "ok") == fails, out
+    assert [rule, sample, line, "error"] in out["findings"], out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("sample", ["clean_mlp_inference.py", "clean_train_adamw.py", "clean_two_streams.py",
+                                    "clean_dropout_train.py"])
+def test_gpu_clean_samples_capture_without_errors(sample):
+    out = _gpu_run(sample)
+    assert out["capture"] == "ok" and out["capturing_ops"] > 0, out
+    assert [f for f in out["findings"] if f[3] == "error"] == [], out

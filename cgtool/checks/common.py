@@ -55,21 +55,30 @@ def _key(op: OpRecord) -> tuple[str, str, int]:
     return (op.kind, op.name, op.frame)
 
 
+def user_ops(it: Iteration) -> list[OpRecord]:
+    """The ops the user's code issued: without the harness's own (torch.cuda.graph's set-up), which have
+    no user frame."""
+    ops = it.ops
+    return ops if all(o.frame >= 0 for o in ops) else [o for o in ops if o.frame >= 0]
+
+
 def align(a: Iteration, b: Iteration) -> Alignment:
-    """Pairs from the common prefix and the common suffix (no quadratic diff on 10k-op sequences)."""
-    ka, kb = [_key(o) for o in a.ops], [_key(o) for o in b.ops]
+    """Pairs from the common prefix and the common suffix (no quadratic diff on 10k-op sequences).
+    diverge_at indexes user_ops(a) and user_ops(b)."""
+    oa, ob = user_ops(a), user_ops(b)
+    ka, kb = [_key(o) for o in oa], [_key(o) for o in ob]
     if ka == kb:
-        return Alignment(list(zip(a.ops, b.ops)), None, a, b)
+        return Alignment(list(zip(oa, ob)), None, a, b)
     n = min(len(ka), len(kb))
     k = 0
     while k < n and ka[k] == kb[k]:
         k += 1
-    pairs = list(zip(a.ops[:k], b.ops[:k]))
+    pairs = list(zip(oa[:k], ob[:k]))
     s = 0
     while s < n - k and ka[-1 - s] == kb[-1 - s]:
         s += 1
     if s:
-        pairs += list(zip(a.ops[len(ka) - s:], b.ops[len(kb) - s:]))
+        pairs += list(zip(oa[len(ka) - s:], ob[len(kb) - s:]))
     return Alignment(pairs, k, a, b)
 
 

@@ -12,7 +12,7 @@ import functools
 from typing import Iterable
 
 from cgtool import op_roles as R
-from cgtool.checks.common import Alignment, alignments, finding_at, finding_for, quote
+from cgtool.checks.common import Alignment, alignments, finding_at, finding_for, quote, user_ops
 from cgtool.frames import make_frame
 from cgtool.findings import Finding
 from cgtool.report import Frame
@@ -90,8 +90,9 @@ def check_control_flow(trace: Trace) -> list[Finding]:
         k = al.diverge_at
         if k is None:
             continue
-        a = al.a.ops[k] if k < len(al.a.ops) else None
-        b = al.b.ops[k] if k < len(al.b.ops) else None
+        oa, ob = user_ops(al.a), user_ops(al.b)
+        a = oa[k] if k < len(oa) else None
+        b = ob[k] if k < len(ob) else None
         where, branch = _branch_of(trace, a, b)
         if _line(branch) in syncs or _line(where) in syncs:
             continue  # a branch on a tensor value: the sync finding at that line says it

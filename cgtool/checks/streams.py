@@ -55,28 +55,24 @@ def check_streams(trace: Trace) -> list[Finding]:
     for it in trace.iterations:
         evs = events_of.get(it.index, [])
         if trace.virtual_cuda:
-            out += _replay(trace, it, evs)
+            origin = trace.capture_stream if trace.capture_stream is not None else 1
+            out += _replay(trace, it, evs, origin, gpu=False)
         elif it.phase == "capture":
-            out += _gpu_capture(trace, it, evs)
+            first = next((op for op in it.ops if op.capturing), None)
+            if first is not None and first.stream is not None:
+                out += _replay(trace, it, evs, first.stream, gpu=True)
     return out
 
 
-def _gpu_capture(trace: Trace, it: Iteration, evs: list[StreamEvent]) -> list[Finding]:
-    out, done = [], set()
-    for op in it.ops:
-        if op.host or op.capturing is not False or op.stream in done:
-            continue
-        done.add(op.stream)
-        out += _uncaptured(trace, op.stream, op.frame, op.name, _switch_frame(evs, op.stream))
-    return out
-
-
-def _replay(trace: Trace, it: Iteration, evs: list[StreamEvent]) -> list[Finding]:
-    origin = trace.capture_stream if trace.capture_stream is not None else 1
+def _replay(trace: Trace, it: Iteration, evs: list[StreamEvent], origin: int, gpu: bool) -> list[Finding]:
+    """Replay the iteration's stream calls and ops in order. Work outside the capture: on the GPU an op
+    that was not capturing (from the first capturing op on), on the CPU an op on a stream that has not
+    joined the capture. Unjoined: a stream forked by a recorded wait, not waited on after its last work."""
     cap = _Capture(origin)
     out: list[Finding] = []
     flagged: set[int] = set()
     ei = 0
+    started = not gpu
     for pos in range(len(it.ops) + 1):
         while ei < len(evs) and evs[ei].position <= pos:
             out += _apply(trace, cap, evs[ei], flagged)
@@ -84,11 +80,14 @@ def _replay(trace: Trace, it: Iteration, evs: list[StreamEvent]) -> list[Finding
         if pos == len(it.ops):
             break
         op = it.ops[pos]
-        if op.host or op.stream is None:
-            continue
-        if op.stream in cap.forked:
-            cap.version[op.stream] = cap.version.get(op.stream, 0) + 1
-            cap.last_work[op.stream] = op.frame
+        started = started or bool(op.capturing)
+        if op.host or op.stream is None or op.frame < 0 or not started:
+            continue  # host work, or the harness's own ops (torch.cuda.graph's set-up)
+        outside = op.capturing is False if gpu else op.stream not in cap.forked
+        if not outside:
+            if op.stream in cap.forked:
+                cap.version[op.stream] = cap.version.get(op.stream, 0) + 1
+                cap.last_work[op.stream] = op.frame
         elif op.stream not in flagged:
             flagged.add(op.stream)
             out += _uncaptured(trace, op.stream, op.frame, op.name, _switch_frame(evs[:ei], op.stream))
