@@ -7,6 +7,7 @@ recording machinery is in cgtool/tracer_modes.py. docs/checks.md explains how th
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from dataclasses import dataclass, field
@@ -92,17 +93,18 @@ class Iteration:
     index: int
     phase: str = "warmup"  # "warmup" or "capture"
     ops: list[OpRecord] = field(default_factory=list)
+    stream: int | None = None  # the current stream at the step's first op or stream call (GPU: the capturing one)
     inputs: dict[str, tuple[int, ...]] = field(default_factory=dict)  # shapes of the step's tensor inputs
     error: str | None = None  # the step raised in this iteration: "TypeName: message"
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "phase": self.phase, "ops": [o.to_json() for o in self.ops],
-                "inputs": {k: list(v) for k, v in self.inputs.items()}, "error": self.error}
+                "inputs": {k: list(v) for k, v in self.inputs.items()}, "error": self.error, "stream": self.stream}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Iteration:
         return cls(d["index"], d.get("phase", "warmup"), [OpRecord.from_json(o) for o in d.get("ops", [])],
-                   {k: tuple(v) for k, v in d.get("inputs", {}).items()}, d.get("error"))
+                   d.get("stream"), {k: tuple(v) for k, v in d.get("inputs", {}).items()}, d.get("error"))
 
 
 @dataclass
@@ -160,6 +162,9 @@ def _jsonable(value: Any) -> Any:
     return str(value)
 
 
+SKIPPED = -2  # FrameTable.locate: the op runs under setup()/inputs(), not under the step
+
+
 class FrameTable:
     """Interns user frames by (code object, line): the per-op frame lookup is a few dict hits."""
 
@@ -168,7 +173,13 @@ class FrameTable:
         self._index: dict[tuple[types.CodeType, int], int] = {}
         self._user: dict[types.CodeType, bool] = {}
         self.anchor: types.FrameType | None = None  # the harness frame an iteration runs under; walks stop there
-        self._last_key: tuple[int, types.CodeType, int] | None = None
+        self.skip_codes: frozenset[types.CodeType] = frozenset()  # callers whose ops are not the step's
+        self._glue: dict[types.CodeType, bool] = {}
+        self._hot_frame: types.FrameType | None = None
+        self._hot_lasti = -1
+        self._hot_hit = (-1, -1)
+        self._last_frame: types.FrameType | None = None
+        self._last_line = -1
         self._last_hit = (-1, -1)
 
     def is_user(self, code: types.CodeType) -> bool:
@@ -188,7 +199,35 @@ class FrameTable:
 
     def locate(self, f: types.FrameType | None) -> tuple[int, int]:
         """(innermost, outermost) user frame indices walking out from f, stopping at the anchor (the
-        harness: its own frames are never the user's, even when its file is not in site-packages)."""
+        harness: its own frames are never the user's, even when its file is not in site-packages);
+        (SKIPPED, SKIPPED) under a caller in skip_codes.
+
+        Ops issued from the same Python frame at the same instruction (all of backward, or an op and
+        its decomposition) reuse the last walk: the cache holds that frame, so its id is not reused."""
+        glue = self._glue
+        while f is not None:  # cgtool's and torch's interposition frames
+            code = f.f_code
+            g = glue.get(code)
+            if g is None:
+                path = code.co_filename.replace("\\", "/")
+                g = glue[code] = any(p in path for p in _INTERPOSITION_PATHS)
+            if not g:
+                break
+            f = f.f_back
+        if f is None:
+            return -1, -1
+        lasti = f.f_lasti
+        if f is self._hot_frame and lasti == self._hot_lasti:
+            return self._hot_hit
+        hit = self._walk(f)
+        self._hot_frame, self._hot_lasti, self._hot_hit = f, lasti, hit
+        return hit
+
+    def forget(self) -> None:
+        """Drop the cached frames (end of an iteration): they keep their locals alive."""
+        self._hot_frame = self._last_frame = None
+
+    def _walk(self, f: types.FrameType | None) -> tuple[int, int]:
         user = self._user
         anchor = self.anchor
         while f is not None and f is not anchor:
@@ -201,22 +240,28 @@ class FrameTable:
             f = f.f_back
         if f is None or f is anchor:
             return -1, -1
-        key = (id(f), f.f_code, f.f_lineno)  # consecutive ops of one line share the walk
-        if key == self._last_key:
+        lineno = f.f_lineno
+        if f is self._last_frame and lineno == self._last_line:  # consecutive ops of one user line
             return self._last_hit
         inner = outer = f
         g = f.f_back
+        skip = self.skip_codes
+        hit: tuple[int, int] | None = None
         while g is not None and g is not anchor:
             code = g.f_code
+            if code in skip:  # e.g. under Script.call_inputs: the harness made inputs inside an iteration
+                hit = (SKIPPED, SKIPPED)
+                break
             u = user.get(code)
             if u is None:
                 u = self.is_user(code)
             if u:
                 outer = g
             g = g.f_back
-        i = self.index(inner)
-        hit = (i, (i if outer is inner else self.index(outer)))
-        self._last_key, self._last_hit = key, hit
+        if hit is None:
+            i = self.index(inner)
+            hit = (i, (i if outer is inner else self.index(outer)))
+        self._last_frame, self._last_line, self._last_hit = f, lineno, hit
         return hit
 
     def library_path(self, f: types.FrameType | None, limit: int = 8) -> tuple[str, ...]:
@@ -234,8 +279,10 @@ class FrameTable:
         return tuple(out[:limit])
 
 
-_INTERPOSITION_PATHS = ("/cgtool/", "_python_dispatch", "torch/overrides.py", "torch/_dynamo/", "torch/_compile.py",
-                        "torch/utils/_contextlib.py")
+# Frames between an op and the code that issued it: cgtool's own, and torch's interposition machinery.
+_CGTOOL_DIR = os.path.dirname(os.path.abspath(__file__)).replace("\\", "/") + "/"
+_INTERPOSITION_PATHS = (_CGTOOL_DIR, "torch/utils/_python_dispatch.py", "torch/overrides.py", "torch/_dynamo/",
+                        "torch/_compile.py", "torch/utils/_contextlib.py")
 
 
 def caller_frame(depth: int = 2) -> types.FrameType | None:

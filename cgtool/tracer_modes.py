@@ -30,7 +30,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from cgtool import op_roles as R
 from cgtool.report import Frame
-from cgtool.trace import ATEN, CALL, SYNC_WARNING, FrameTable, Iteration, OpRecord, StreamEvent, Trace
+from cgtool.trace import ATEN, CALL, SKIPPED, SYNC_WARNING, FrameTable, Iteration, OpRecord, StreamEvent, Trace
 
 _Tensor = torch.Tensor
 _DTYPE_NAMES: dict[Any, str] = {}
@@ -128,6 +128,10 @@ class Tracer:
         self._sync_debug = sync_debug and cuda
         self.trace = Trace(device=device or ("cuda:0" if cuda else "cpu"), virtual_cuda=virtual_cuda)
         self._frames = FrameTable(self.trace.frames)
+        from cgtool.script import Script
+
+        # A harness may make a step's inputs inside its iteration: those ops are not the step's.
+        self._frames.skip_codes = frozenset({Script.call_inputs.__code__, Script.call_setup.__code__})
         self._ops: list[OpRecord] | None = None  # the current iteration's ops, None when not recording
         self._iteration = -1
         self._phase = "setup"  # where host tensors made now come from: setup, inputs, step
@@ -139,6 +143,8 @@ class Tracer:
         self._backward_frames = (-1, -1)  # user frame of the last .backward(): frames of engine-thread ops
         self._aten_names: dict[Any, tuple[str, bool]] = {}
         self._call_names: dict[Any, str] = {}
+        self._it: Iteration | None = None  # the iteration being recorded
+        self._origin: str | None = None  # where a host tensor made by the call in flight comes from, if not _phase
         self._sized_by_call: dict[str, Any] | None = None  # detail of a call with numbers awaiting its output
         self._sized_by_data: dict[str, Any] | None = None  # detail of a data-sized op awaiting its output
         self._broken = False  # a tracer failure: forward everything untouched from now on
@@ -186,6 +192,8 @@ class Tracer:
             if inner < 0:
                 return  # the harness's or torch's own call (torch.cuda.graph synchronizes), not the user's
             pos = len(self._ops) if self._ops is not None else 0
+            if self._it is not None and self._it.stream is None and self._probe is not None:
+                self._it.stream = self._probe(torch.cuda.current_device() if not self.virtual_cuda else 0)[0]
             self.trace.events.append(StreamEvent(self._iteration, pos, kind, stream, target, inner))
         except Exception as exc:  # noqa: BLE001 - never break the user's call
             self._fail(exc)
@@ -216,7 +224,7 @@ class Tracer:
         return entry is not None and entry[0]() is t
 
     def _tag(self, value: Any, pinned: bool, origin: str | None = None) -> None:
-        origin = origin or self._phase
+        origin = origin or self._origin or self._phase
         for t in ([value] if isinstance(value, _Tensor) else value if isinstance(value, (list, tuple)) else ()):
             if isinstance(t, _Tensor):
                 key = id(t)
@@ -285,6 +293,10 @@ class Tracer:
                     break
             stream, capturing = self._probe(index)
         inner, outer = self._where(1)
+        if inner == SKIPPED:
+            return host and self.virtual_cuda
+        if stream is not None and self._it is not None and self._it.stream is None and inner >= 0:
+            self._it.stream = stream
         detail = None
         if notable or "generator" in kwargs:
             detail = self._aten_detail(name, args, kwargs, tensors)
@@ -358,6 +370,7 @@ class Tracer:
     def _on_call(self, name: str, args: tuple, kwargs: dict) -> tuple[bool, str | None]:
         """Record a call before it runs. Returns (host side, target side of a move) for _after_call."""
         self._sized_by_call = None
+        self._origin = None
         tensors, numbers = _scan_call(args, kwargs)
         dev_arg = kwargs.get("device") if kwargs else None
         host = self._call_side(name, tensors, dev_arg)
@@ -381,6 +394,9 @@ class Tracer:
         if always:
             self._call_detail(name, tensors, dev_arg, target, detail)
         inner, outer = self._where(1)
+        if inner == SKIPPED:
+            self._origin = "inputs"
+            return host, target
         if name in R.BACKWARD_CALLS:
             self._backward_frames = (inner, outer)
         self._ops.append(OpRecord(CALL, name, tuple(tuple(t.shape) for t in tensors),
@@ -501,12 +517,12 @@ class _Phase:
 
     def __enter__(self) -> Iteration | None:
         t = self.tracer
-        self._saved = (t._ops, t._iteration, t._phase, t._frames.anchor)
+        self._saved = (t._ops, t._iteration, t._phase, t._frames.anchor, t._it)
         t._frames.anchor = sys._getframe(1)
         if self.record:
             self.it = Iteration(self.index, self.phase, inputs=_input_shapes(self.inputs))
             t.trace.iterations.append(self.it)
-            t._ops, t._iteration, t._phase = self.it.ops, self.index, "step"
+            t._ops, t._iteration, t._phase, t._it = self.it.ops, self.index, "step", self.it
             if t._broken:
                 t._ops = None  # recording was switched off by an earlier failure
         else:
@@ -534,7 +550,8 @@ class _Phase:
             gc.enable()
         if self.it is not None and exc is not None:
             self.it.error = f"{type(exc).__name__}: {exc}"
-        t._ops, t._iteration, t._phase, t._frames.anchor = self._saved
+        t._ops, t._iteration, t._phase, t._frames.anchor, t._it = self._saved
+        t._frames.forget()
 
 
 def _input_shapes(inputs: Any) -> dict[str, tuple[int, ...]]:

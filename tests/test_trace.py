@@ -243,3 +243,21 @@ def test_gpu_clean_samples_capture_without_errors(sample):
     out = _gpu_run(sample)
     assert out["capture"] == "ok" and out["capturing_ops"] > 0, out
     assert [f for f in out["findings"] if f[3] == "error"] == [], out
+
+
+def test_inputs_made_inside_an_iteration_are_not_the_steps(tmp_path):
+    """A harness may call inputs(i) inside tracer.iteration(i): those ops are left out."""
+    from cgtool.script import load_script
+
+    path = tmp_path / "s.py"
+    path.write_text("import torch\n"
+                    "def inputs(i, device):\n"
+                    "    return {'x': torch.randn(4, 3).to(device)}\n"
+                    "def step(x):\n"
+                    "    return x * 2\n")
+    script = load_script(str(path))
+    with Tracer(virtual_cuda=True) as tracer:
+        with tracer.iteration(0):
+            script.call_step(script.call_setup("cpu"), script.call_inputs(0, torch.device("cpu")))
+    lines = {tracer.trace.frames[op.frame].line for op in tracer.trace.iterations[0].ops}
+    assert lines == {5}

@@ -58,9 +58,10 @@ def check_streams(trace: Trace) -> list[Finding]:
             origin = trace.capture_stream if trace.capture_stream is not None else 1
             out += _replay(trace, it, evs, origin, gpu=False)
         elif it.phase == "capture":
-            first = next((op for op in it.ops if op.capturing), None)
-            if first is not None and first.stream is not None:
-                out += _replay(trace, it, evs, first.stream, gpu=True)
+            first = next((op for op in it.ops if op.capturing and op.frame >= 0), None)
+            origin = it.stream if it.stream is not None else (first.stream if first is not None else None)
+            if origin is not None:
+                out += _replay(trace, it, evs, origin, gpu=True)
     return out
 
 
@@ -91,7 +92,7 @@ def _replay(trace: Trace, it: Iteration, evs: list[StreamEvent], origin: int, gp
         elif op.stream not in flagged:
             flagged.add(op.stream)
             out += _uncaptured(trace, op.stream, op.frame, op.name, _switch_frame(evs[:ei], op.stream))
-    if it.error is None:
+    if it.error is None or (gpu and "unjoined" in it.error):  # a step that raised may have joined later
         for s in cap.unjoined():
             work = cap.last_work.get(s)
             tail = f"; its last work is at {quote(trace, work)}" if work is not None else ""
@@ -127,7 +128,8 @@ def _wait(trace: Trace, cap: _Capture, ev: StreamEvent, source: int, snap: dict[
 
 def _worked(trace: Trace, ev: StreamEvent) -> set[int]:
     it = next((i for i in trace.iterations if i.index == ev.iteration), None)
-    return {op.stream for op in (it.ops[:ev.position] if it else []) if op.stream is not None and not op.host}
+    return {op.stream for op in (it.ops[:ev.position] if it else [])
+            if op.stream is not None and not op.host and op.frame >= 0}
 
 
 def _switch_frame(evs: list[StreamEvent], stream: int | None) -> int | None:
