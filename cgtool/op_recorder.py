@@ -1,0 +1,420 @@
+"""What one op or call records: OpRecord fields, host tensors, copies, generators, Python numbers.
+
+OpRecorder is the recording half of the Tracer (cgtool/tracer_modes.py): the modes call _on_aten before an
+aten op runs and _on_call/_after_call around a tensor call. Everything here runs per op: it builds no
+strings, keeps no tensors alive (host tensors are known by weak reference) and caches per function.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any, Callable
+
+import torch
+
+from cgtool import op_roles as R
+from cgtool.trace import ATEN, CALL, SKIPPED, FrameTable, Iteration, OpRecord, Trace
+
+_Tensor = torch.Tensor
+_DTYPE_NAMES: dict[Any, str] = {}
+_DEVICE_NAMES: dict[int, str] = {-1: "cpu"}
+
+# Which stream an op runs on: (stream id, capturing) for a device index; None where CUDA is absent.
+StreamProbe = Callable[[int], "tuple[int | None, bool | None]"]
+
+
+def _dtype_name(dt: Any) -> str:
+    n = _DTYPE_NAMES.get(dt)
+    if n is None:
+        n = _DTYPE_NAMES[dt] = str(dt).replace("torch.", "")
+    return n
+
+
+def _device_name(t: _Tensor) -> str:
+    i = t.get_device()
+    n = _DEVICE_NAMES.get(i)
+    if n is None:
+        n = _DEVICE_NAMES[i] = str(t.device)
+    return n
+
+
+def _tensor_args(args: tuple, kwargs: dict) -> list[_Tensor]:
+    out = []
+    for a in args:
+        if isinstance(a, _Tensor):
+            out.append(a)
+        elif type(a) is list or type(a) is tuple:
+            for b in a:
+                if isinstance(b, _Tensor):
+                    out.append(b)
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, _Tensor):
+                out.append(a)
+    return out
+
+
+def _scan_call(args: tuple, kwargs: dict) -> tuple[list[_Tensor], list[Any]]:
+    """Tensor arguments and Python numbers (one level deep; slices count by their bounds)."""
+    tensors: list[_Tensor] = []
+    numbers: list[Any] = []
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        ta = type(a)
+        if ta is int or ta is float:
+            numbers.append(a)
+        elif isinstance(a, _Tensor):
+            tensors.append(a)
+        elif ta is list or ta is tuple:
+            for b in a:
+                tb = type(b)
+                if tb is int or tb is float:
+                    numbers.append(b)
+                elif tb is slice:
+                    numbers.append((b.start, b.stop, b.step))
+                elif isinstance(b, _Tensor):
+                    tensors.append(b)
+        elif ta is slice:
+            numbers.append((a.start, a.stop, a.step))
+    return tensors, numbers
+
+
+
+class OpRecorder:
+    """Recording state and the per-op logic. `virtual_cuda`: CPU tensors stand for CUDA tensors, and only
+    tensors made on the host on purpose count as host tensors (the CPU run)."""
+
+    def __init__(self, trace: Trace, virtual_cuda: bool, probe: StreamProbe | None,
+                 call: Callable[[Any, tuple, dict], Any] | None) -> None:
+        self.trace = trace
+        self.virtual_cuda = virtual_cuda
+        self._probe = probe
+        self._call = call  # runs a user's call (the CPU stand-ins send CUDA devices to the CPU); None: as is
+        self._frames = FrameTable(trace.frames)
+        from cgtool.script import Script
+
+        # A harness may make a step's inputs inside its iteration: those ops are not the step's.
+        self._frames.skip_codes = frozenset({Script.call_inputs.__code__, Script.call_setup.__code__})
+        self._ops: list[OpRecord] | None = None  # the current iteration's ops, None when not recording
+        self._it: Iteration | None = None  # the iteration being recorded
+        self._iteration = -1
+        self._phase = "setup"  # where host tensors made now come from: setup, inputs, step
+        self._mute = 0  # >0 inside calls whose inner aten ops are noise (print), or the tracer's own calls
+        self._call_host: bool | None = None  # side of the call in flight, for aten factories with no tensor args
+        self._host: dict[int, tuple[weakref.ref, str, bool]] = {}  # id -> (ref, origin phase, pinned)
+        self._main_thread = threading.get_ident()
+        self._backward_frames = (-1, -1)  # user frame of the last .backward(): frames of engine-thread ops
+        self._aten_names: dict[Any, tuple[str, bool]] = {}
+        self._call_names: dict[Any, str] = {}
+        self._origin: str | None = None  # where a host tensor made by the call in flight comes from, if not _phase
+        self._sized_by_call: dict[str, Any] | None = None  # detail of a call with numbers awaiting its output
+        self._sized_by_data: dict[str, Any] | None = None  # detail of a data-sized op awaiting its output
+        self._broken = False  # a tracer failure: forward everything untouched from now on
+
+    def _fail(self, exc: BaseException) -> None:
+        if self.trace.tracer_error is None:
+            self.trace.tracer_error = f"{type(exc).__name__}: {exc}"
+        self._ops = None  # stop recording; the modes keep forwarding ops untouched
+        self._broken = True
+
+    def _where(self, depth: int) -> tuple[int, int]:
+        where = self._frames.locate(sys._getframe(depth))
+        if where[0] < 0 and threading.get_ident() != self._main_thread:
+            return self._backward_frames  # autograd engine thread (GPU backward): blame the .backward() line
+        return where
+
+    def _host_info(self, t: _Tensor) -> tuple[str, bool] | None:
+        entry = self._host.get(id(t))
+        if entry is not None and entry[0]() is t:
+            return entry[1], entry[2]
+        return None
+
+    def _is_host(self, t: _Tensor) -> bool:
+        if not self.virtual_cuda:
+            return not t.is_cuda
+        entry = self._host.get(id(t))
+        return entry is not None and entry[0]() is t
+
+    def _tag(self, value: Any, pinned: bool, origin: str | None = None) -> None:
+        origin = origin or self._origin or self._phase
+        for t in ([value] if isinstance(value, _Tensor) else value if isinstance(value, (list, tuple)) else ()):
+            if isinstance(t, _Tensor):
+                key = id(t)
+                host = self._host
+
+                def drop(ref: weakref.ref, key: int = key) -> None:
+                    e = host.get(key)
+                    if e is not None and e[0] is ref:
+                        del host[key]
+
+                host[key] = (weakref.ref(t, drop), origin, pinned)
+
+    def _untag(self, value: Any) -> None:
+        if isinstance(value, _Tensor):
+            self._host.pop(id(value), None)
+
+    def _side(self, device: Any) -> str | None:
+        """"host" or "device" for a device argument; None when it names neither."""
+        if device is None:
+            return None
+        if isinstance(device, str):
+            kind = device.split(":", 1)[0]
+        elif isinstance(device, torch.device):
+            kind = device.type
+            if kind == "cpu" and self.virtual_cuda:
+                return "device"  # the torch.device the harness passed in stands for the GPU
+        elif isinstance(device, int) and not isinstance(device, bool):
+            kind = "cuda"
+        else:
+            return None
+        return "device" if kind == "cuda" else "host" if kind == "cpu" else None
+
+    # ---- aten ops --------------------------------------------------------------------------------
+    def _on_aten(self, func: Any, args: tuple, kwargs: dict) -> bool:
+        """Record one aten op; True when its outputs are host tensors to tag (CPU run)."""
+        self._sized_by_data = None
+        info = self._aten_names.get(func)
+        if info is None:
+            name = R.aten_packet(func)
+            notable = (name in R.SCALAR_READ_ATEN or name in R.DATA_DEPENDENT_ATEN or name in R.INDEX_ATEN
+                       or name in R.COPY_ATEN or name == R.REPEAT_ATEN)
+            info = self._aten_names[func] = (name, notable)
+        name, notable = info
+        tensors = _tensor_args(args, kwargs)
+        shapes, dtypes, devices = [], [], []
+        dtype_names, device_names = _DTYPE_NAMES, _DEVICE_NAMES
+        for t in tensors:
+            shapes.append(tuple(t.shape))  # a plain tuple of ints: the GC can untrack it
+            dtypes.append(dtype_names.get(t.dtype) or _dtype_name(t.dtype))
+            devices.append(device_names.get(t.get_device()) or _device_name(t))
+        if self.virtual_cuda:
+            if self._call_host or not tensors:
+                host = bool(self._call_host)  # inside a host-only call (or a factory of one)
+            else:
+                host = bool(self._host) and all(self._is_host(t) for t in tensors)
+        else:
+            host = not any(t.is_cuda for t in tensors)
+            if host and not tensors:
+                host = self._side(kwargs.get("device")) != "device"
+        stream = capturing = None
+        if not host and self._probe is not None:
+            index = 0
+            for t in tensors:
+                if t.is_cuda:
+                    index = t.get_device()
+                    break
+            stream, capturing = self._probe(index)
+        inner, outer = self._where(1)
+        if inner == SKIPPED:
+            return host and self.virtual_cuda
+        if stream is not None and self._it is not None and self._it.stream is None and inner >= 0:
+            self._it.stream = stream
+        detail = None
+        if notable or "generator" in kwargs:
+            detail = self._aten_detail(name, args, kwargs, tensors)
+        ops = self._ops
+        if ops is not None:
+            ops.append(OpRecord(ATEN, name, tuple(shapes), tuple(dtypes), tuple(devices), inner, outer, stream,
+                                capturing, host, detail))
+            if detail is not None and ("via" in detail or "data_dependent" in detail):
+                self._sized_by_data = detail  # its output shapes are filled in after it runs
+        return host and self.virtual_cuda
+
+    def _aten_detail(self, name: str, args: tuple, kwargs: dict, tensors: list[_Tensor]) -> dict[str, Any] | None:
+        d: dict[str, Any] = {}
+        gen = kwargs.get("generator")
+        if gen is not None:
+            d.update(self._generator_detail(gen))
+        if name in R.SCALAR_READ_ATEN or name in R.DATA_DEPENDENT_ATEN:
+            d["via"] = self._frames.library_path(sys._getframe(1))
+        elif name in R.INDEX_ATEN:
+            indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
+            if any(isinstance(i, _Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
+                d["bool_index"] = True
+                d["via"] = self._frames.library_path(sys._getframe(1))
+        elif name == R.REPEAT_ATEN:
+            if tensors and kwargs.get("output_size") is None and isinstance(args[0] if args else None, _Tensor) \
+                    and (len(args) < 2 or isinstance(args[1], _Tensor) or args[0].dim() == 1 and len(args) == 1):
+                d["data_dependent"] = True
+        elif name in R.COPY_ATEN and not self.virtual_cuda:
+            self._copy_detail(d, name, args, kwargs)
+        return d or None
+
+    def _copy_detail(self, d: dict[str, Any], name: str, args: tuple, kwargs: dict) -> None:
+        """GPU run: the direction of an aten-level copy between host and device."""
+        if name == "aten._to_copy" and args and isinstance(args[0], _Tensor):
+            src, dst_side = args[0], self._side(kwargs.get("device"))
+            src_host = not src.is_cuda
+        elif name in ("aten.copy_", "aten.copy") and len(args) > 1 and isinstance(args[1], _Tensor):
+            src, dst_side = args[1], ("host" if not args[0].is_cuda else "device")
+            src_host = not src.is_cuda
+        else:
+            return
+        if src_host and dst_side == "device":
+            d["move"] = "h2d"
+            self._mute += 1
+            try:
+                pinned = bool(src.is_pinned())
+            finally:
+                self._mute -= 1
+            origin = self._host_info(src)
+            d["src"] = origin[0] if origin else "unknown"
+            d["pinned"] = pinned
+        elif not src_host and dst_side == "host":
+            d["move"] = "d2h"
+            d["via"] = self._frames.library_path(sys._getframe(1))
+
+    def _generator_detail(self, gen: Any) -> dict[str, Any]:
+        if gen is torch.default_generator or any(gen is g for g in getattr(torch.cuda, "default_generators", ())):
+            return {"generator": "default"}
+        intended = getattr(gen, "_cgtool_device", None)  # set by the CPU stand-in for torch.Generator
+        if intended is None:
+            intended = "device" if gen.device.type == "cuda" else "host"
+        return {"generator": "custom", "generator_device": intended}
+
+    # ---- Python-level calls ----------------------------------------------------------------------
+    def _call_name(self, func: Any) -> str:
+        name = self._call_names.get(func)
+        if name is None:
+            name = self._call_names[func] = R.call_name(func)
+        return name
+
+    def _on_call(self, name: str, args: tuple, kwargs: dict) -> tuple[bool, str | None]:
+        """Record a call before it runs. Returns (host side, target side of a move) for _after_call."""
+        self._sized_by_call = None
+        self._origin = None
+        tensors, numbers = _scan_call(args, kwargs)
+        dev_arg = kwargs.get("device") if kwargs else None
+        host = self._call_side(name, tensors, dev_arg)
+        target = None
+        if name == "Tensor.to":
+            target = self._to_target(args[1:], kwargs)
+        elif name == "Tensor.cuda":
+            target = "device"
+        self._call_host = host and target != "device"
+        if self._ops is None:
+            return host, target
+        gen = kwargs.get("generator") if kwargs else None
+        always = name in R.ALWAYS_RECORDED_CALLS
+        if not (always or gen is not None or (numbers and not host)):
+            return host, target
+        detail: dict[str, Any] = {}
+        if gen is not None:
+            detail.update(self._generator_detail(gen))
+        if numbers and not host:
+            detail["scalars"] = tuple(numbers)
+        if always:
+            self._call_detail(name, tensors, dev_arg, target, detail)
+        inner, outer = self._where(1)
+        if inner == SKIPPED:
+            self._origin = "inputs"
+            return host, target
+        if name in R.BACKWARD_CALLS:
+            self._backward_frames = (inner, outer)
+        self._ops.append(OpRecord(CALL, name, tuple(tuple(t.shape) for t in tensors),
+                                  tuple(_dtype_name(t.dtype) for t in tensors),
+                                  tuple(_device_name(t) for t in tensors), inner, outer, None, None, host,
+                                  detail or None))
+        if "scalars" in detail:
+            self._sized_by_call = detail  # _after_call adds the output shape: a size or a value changed?
+        return host, target
+
+    def _call_side(self, name: str, tensors: list[_Tensor], dev_arg: Any) -> bool:
+        """True when the call works on the host only (no device tensor in, no device out)."""
+        side = self._side(dev_arg)
+        if side is not None and name not in R.MOVE_CALLS:
+            return side == "host"
+        if name in R.FACTORY_CALLS and name != "Tensor.new_tensor":
+            return True  # a factory with no device makes a host tensor
+        if not tensors:
+            return True
+        for t in tensors:
+            if not self._is_host(t):
+                return False
+        return True
+
+    def _call_detail(self, name: str, tensors: list[_Tensor], dev_arg: Any, target: str | None,
+                     d: dict[str, Any]) -> None:
+        src = tensors[0] if tensors else None
+        if name in R.SCALAR_READ_CALLS or name in R.TO_HOST_CALLS:
+            via = self._frames.library_path(sys._getframe(1))
+            method = ":" + name.rsplit(".", 1)[-1]
+            while via and via[-1].endswith(method):  # the Python body of the called method itself
+                via = via[:-1]
+            d["via"] = via
+            return
+        if name in R.DATA_FACTORY_CALLS:
+            if name == "Tensor.new_tensor":
+                target = "host" if src is not None and self._is_host(src) else "device"
+            else:
+                target = self._side(dev_arg)
+            if target == "device" and not (src is not None and not self._is_host(src)):
+                d.update(move="h2d", src="step", pinned=False)
+            return
+        if name == "Tensor.copy_" and len(tensors) >= 2:
+            target = "host" if self._is_host(tensors[0]) else "device"
+            src = tensors[1]
+        elif name not in ("Tensor.to", "Tensor.cuda") or src is None:
+            return
+        src_host = self._is_host(src)
+        if src_host and target == "device":
+            origin = self._host_info(src)
+            pinned = origin[1] if origin is not None and self.virtual_cuda else self._pinned(src)
+            d.update(move="h2d", src=origin[0] if origin else "unknown", pinned=pinned)
+        elif not src_host and target == "host":
+            d.update(move="d2h", via=self._frames.library_path(sys._getframe(1)))
+
+    def _to_target(self, rest: tuple, kwargs: dict) -> str | None:
+        side = self._side(kwargs.get("device")) if kwargs else None
+        for a in rest:
+            if side is not None:
+                break
+            if isinstance(a, _Tensor):
+                side = "host" if self._is_host(a) else "device"
+            elif not isinstance(a, torch.dtype):
+                side = self._side(a)
+        return side
+
+    def _pinned(self, t: _Tensor) -> bool:
+        self._mute += 1
+        try:
+            return bool(t.is_pinned())
+        except Exception:  # noqa: BLE001
+            return False
+        finally:
+            self._mute -= 1
+
+    def _after_call(self, name: str, args: tuple, kwargs: dict, host: bool, target: str | None, out: Any) -> Any:
+        """Learn host tensors (factories with no device, .cpu(), pinning); a move to the device un-learns.
+        On the CPU run a move that returned its own input returns an alias instead, so that the host and
+        the device copy are distinct objects as on a GPU (same storage, same values)."""
+        if self._sized_by_call is not None:
+            if isinstance(out, _Tensor):
+                self._sized_by_call["out_shape"] = tuple(out.shape)
+            self._sized_by_call = None
+        src = args[0] if args and isinstance(args[0], _Tensor) else None
+        if name in R.FACTORY_CALLS and name != "Tensor.new_tensor":
+            if host:
+                self._tag(out, pinned=bool(kwargs.get("pin_memory")))
+        elif name == "Tensor.pin_memory":
+            self._tag(out, pinned=True)
+        elif name == "Tensor.cpu" or target == "host":
+            if self.virtual_cuda and out is src and src is not None and not self._is_host(src):
+                out = self._alias(src)
+            self._tag(out, pinned=False)
+        elif target == "device":
+            if self.virtual_cuda and out is src and src is not None and self._is_host(src):
+                out = self._alias(src)
+            self._untag(out)
+        return out
+
+    def _alias(self, t: _Tensor) -> _Tensor:
+        self._mute += 1
+        try:
+            return t.view_as(t)
+        except Exception:  # noqa: BLE001 - tensors that cannot alias keep their identity
+            return t
+        finally:
+            self._mute -= 1
+
