@@ -30,17 +30,16 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     analysis = GpuAnalysis(enabled=settings.get("checks", True))
 
     progress.phase("warmup", f"{n_warm} iterations on a side stream")
-    with analysis.tracing():
-        warmup(script, state, device, n_warm, stream, analysis.tracer)
-    progress.phase("capture", f"capture_error_mode={settings.get('capture_mode', 'global')}")
-    try:
-        static_inputs = script.call_inputs(n_warm, device)
-    except Exception as exc:
-        raise ScriptRaised("inputs", exc) from None
     try:
         with analysis.tracing():
+            warmup(script, state, device, n_warm, stream, analysis, settings.get("size"))
+            progress.phase("capture", f"capture_error_mode={settings.get('capture_mode', 'global')}")
+            try:
+                static_inputs = script.call_inputs(n_warm, device, settings.get("size"))
+            except Exception as exc:
+                raise ScriptRaised("inputs", exc) from None
             captured = capture(script, state, static_inputs, stream, settings.get("capture_mode", "global"),
-                               analysis.tracer)
+                               analysis)
     except CaptureFailed as failed:
         report.status = CAPTURE_FAILED
         report.errors.append(failed.record)
@@ -48,6 +47,10 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         report.findings.extend(check_capture_failure(failed.record, report.findings))
         report.skipped.append("graph, replay check and timing: capture failed (the CUDA context is now unusable)")
         return None
+    except ScriptRaised:
+        report.findings.extend(analysis.findings())  # what ran before the step raised still counts
+        raise
+    report.findings.extend(analysis.findings())
 
     progress.phase("read-graph")
     driver_dot = os.path.join(work_dir, "graph.driver.dot") if work_dir else None
@@ -59,8 +62,6 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     if driver_dot:
         report.outputs["graph.driver.dot"] = driver_dot
     inst_ms = instantiate(captured)
-
-    report.findings.extend(analysis.findings(captured=True))
     if settings.get("replay_check", True) and graph.nodes:
         progress.phase("replay-check")
         report.replay = check_replay(script, captured, device, n_warm + 1)
@@ -68,5 +69,13 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         progress.phase("timing")
         t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
-    report.findings.extend(check_captured(report))
+    report.findings.extend(check_captured(report, entry_frame(script)))
     return captured
+
+
+def entry_frame(script: Script):
+    """The `def` line of the entry function, where findings about the whole step are placed."""
+    from cgtool.frames import make_frame
+
+    code = getattr(script.step, "__code__", None)
+    return None if code is None else make_frame(code.co_filename, code.co_firstlineno, code.co_name)

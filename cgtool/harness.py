@@ -42,18 +42,7 @@ class CaptureFailed(Exception):
         self.record = record
 
 
-def run_iteration(script: Script, state: Args, i: int, device: Any, phase: str, size: int | None = None) -> Any:
-    try:
-        inputs = script.call_inputs(i, device, size)
-    except Exception as exc:
-        raise ScriptRaised("inputs", exc) from None
-    try:
-        return script.call_step(state, inputs)
-    except Exception as exc:
-        raise ScriptRaised(phase, exc) from None
-
-
-def warmup(script: Script, state: Args, device: Any, n: int, stream: Any, tracer: Any = None,
+def warmup(script: Script, state: Args, device: Any, n: int, stream: Any, analysis: Any = None,
            size: int | None = None) -> None:
     """n eager iterations on the side stream (lazy init, cuBLAS handles, autotuning happen here)."""
     import torch
@@ -61,14 +50,21 @@ def warmup(script: Script, state: Args, device: Any, n: int, stream: Any, tracer
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         for i in range(n):
-            with tracer.iteration(i) if tracer is not None else nullcontext():
-                run_iteration(script, state, i, device, "warmup", size)
+            try:
+                inputs = script.call_inputs(i, device, size)
+            except Exception as exc:
+                raise ScriptRaised("inputs", exc) from None
+            try:
+                with analysis.iteration(i, inputs) if analysis is not None else nullcontext():
+                    script.call_step(state, inputs)
+            except Exception as exc:
+                raise ScriptRaised("warmup", exc) from None
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
 
 
 def capture(script: Script, state: Args, static_inputs: Args | None, stream: Any, mode: str,
-            tracer: Any = None) -> Captured:
+            analysis: Any = None) -> Captured:
     """Capture one call of step on `stream`; raise CaptureFailed naming the user's line."""
     import torch
 
@@ -77,16 +73,16 @@ def capture(script: Script, state: Args, static_inputs: Args | None, stream: Any
     t0 = time.perf_counter()
     out = None
     try:
-        with tracer.iteration("capture") if tracer is not None else nullcontext():
+        with analysis.iteration("capture", static_inputs) if analysis is not None else nullcontext():
             with torch.cuda.graph(graph, stream=stream, capture_error_mode=mode):
                 out = script.call_step(state, static_inputs)
     except Exception as exc:
-        raise CaptureFailed(capture_error(exc, tracer)) from None
+        raise CaptureFailed(capture_error(exc, analysis)) from None
     ms = (time.perf_counter() - t0) * 1e3
     return Captured(graph, stream, state, static_inputs, out, ms)
 
 
-def capture_error(exc: BaseException, tracer: Any = None) -> ErrorRecord:
+def capture_error(exc: BaseException, analysis: Any = None) -> ErrorRecord:
     """An ErrorRecord for a failed capture: the first error in the chain that names a user frame."""
     chain: list[BaseException] = []
     e: BaseException | None = exc
@@ -100,8 +96,8 @@ def capture_error(exc: BaseException, tracer: Any = None) -> ErrorRecord:
         if frames:
             root = candidate
             break
-    if not frames and tracer is not None:
-        last = getattr(tracer, "last_user_frame", lambda: None)()
+    if not frames and analysis is not None:
+        last = analysis.last_user_frame()
         if last is not None:
             frames = (last,)
     text = " | ".join(_first_line(str(c)) for c in reversed(chain))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cgtool.findings import Finding
-from cgtool.report import ErrorRecord, Report
+from cgtool.report import ErrorRecord, Frame, Report
 from cgtool.rules import finding
 
 
@@ -23,17 +23,24 @@ def check_capture_failure(record: ErrorRecord, found: list[Finding]) -> list[Fin
                     source=frame.source if frame else None, function=frame.function if frame else None)]
 
 
-def check_captured(report: Report) -> list[Finding]:
+def check_captured(report: Report, entry: Frame | None = None) -> list[Finding]:
+    """CG502 and CG503, placed on the entry function's `def` line (`entry`) since no single line is at fault."""
     out: list[Finding] = []
-    if report.graph is not None and not report.graph.nodes:
-        out.append(finding("CG502", "the captured graph is empty: step issued no GPU work on the capturing stream"))
+    at = {} if entry is None else {"file": entry.file, "line": entry.line, "source": entry.source,
+                                   "function": entry.function}
+    if any(f.rule == "CG502" for f in report.findings):
+        pass  # the trace already named the line
+    elif report.graph is not None and not report.graph.nodes:
+        out.append(finding("CG502", "the captured graph is empty: step issued no GPU work on the capturing stream", **at))
     elif report.graph is not None and not any(n.kind not in ("empty",) for n in report.graph.nodes):
-        out.append(finding("CG502", "the captured graph holds only empty nodes: no kernels or copies were captured"))
+        out.append(finding("CG502", "the captured graph holds only empty nodes: no kernels or copies were captured", **at))
     replay = report.replay
     if replay is not None and replay.status == "mismatch":
         bad = [t for t in replay.tensors if not t.ok]
         worst = ", ".join(f"{t.name} (max abs {t.max_abs:.3g})" for t in bad[:3])
         detail = worst or replay.note
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-        out.append(finding("CG503", f"replay differs from eager on {replay.inputs}: {detail}{more}"))
+        explained = [f for f in report.findings if f.severity == "error"]
+        cause = f"; likely cause: {explained[0].rule} at line {explained[0].line}" if explained else ""
+        out.append(finding("CG503", f"replay differs from eager on {replay.inputs}: {detail}{more}{cause}", **at))
     return out
