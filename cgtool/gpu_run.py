@@ -69,7 +69,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         progress.phase("timing")
         t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
-    report.findings.extend(check_captured(report, entry_frame(script)))
+    report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))
     return captured
 
 

@@ -35,6 +35,19 @@ class GpuAnalysis:
     def last_user_frame(self) -> Frame | None:
         return self.tracer.last_user_frame() if self.tracer is not None else None
 
+    def first_capture_frame(self) -> Frame | None:
+        """The step's line of the first op recorded during capture (where an empty graph's work went)."""
+        if self.tracer is None:
+            return None
+        trace = self.tracer.trace
+        for it in trace.iterations:
+            if it.phase == "capture":
+                for op in it.ops:
+                    index = op.outer if op.outer >= 0 else op.frame
+                    if index >= 0:
+                        return trace.frames[index]
+        return None
+
     def findings(self) -> list[Finding]:
         if self.tracer is None:
             return []

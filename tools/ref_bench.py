@@ -58,3 +58,24 @@ def reference(path: str) -> dict:
     except Exception as exc:  # triton missing or its API changed
         out["triton_error"] = f"{type(exc).__name__}: {exc}"
     return out
+
+
+def same_process(path: str, rounds: int = 3) -> dict:
+    """cgtool's bench path (bench_one, as its worker runs it) and the independent loop, taking turns in
+    one process, so process-to-process noise of a launch-bound eager step does not enter the comparison."""
+    import sys
+
+    sys.path.insert(0, __file__.rsplit("/tools/", 1)[0])
+    from cgtool.bench.run import bench_one
+    from cgtool.script import load_script
+    from cgtool.worker import Progress
+
+    script = load_script(path)
+    settings = {"warmup": 3, "budget_s": 10.0, "target": 0.01}
+    ours, ref = [], []
+    for _ in range(rounds):
+        r = bench_one(script, None, settings, Progress(None))
+        ours.append((r.speedup_gpu.point, r.speedup_wall.point))
+        ref.append(reference(path)["loop_speedup"])
+    return {"cgtool_gpu": statistics.median(o[0] for o in ours), "cgtool_wall": statistics.median(o[1] for o in ours),
+            "reference": statistics.median(ref), "runs": {"cgtool": ours, "reference": ref}}

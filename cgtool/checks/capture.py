@@ -23,17 +23,26 @@ def check_capture_failure(record: ErrorRecord, found: list[Finding]) -> list[Fin
                     source=frame.source if frame else None, function=frame.function if frame else None)]
 
 
-def check_captured(report: Report, entry: Frame | None = None) -> list[Finding]:
-    """CG502 and CG503, placed on the entry function's `def` line (`entry`) since no single line is at fault."""
+def _at(frame: Frame | None) -> dict:
+    if frame is None:
+        return {}
+    return {"file": frame.file, "line": frame.line, "source": frame.source, "function": frame.function}
+
+
+def check_captured(report: Report, entry: Frame | None = None, first_op: Frame | None = None) -> list[Finding]:
+    """CG502 (at the first op the step ran, else the entry's `def` line) and CG503 (at the `def` line:
+    no single line is at fault for a replay that differs)."""
     out: list[Finding] = []
-    at = {} if entry is None else {"file": entry.file, "line": entry.line, "source": entry.source,
-                                   "function": entry.function}
+    at = _at(entry)
+    empty_at = _at(first_op) or at
     if any(f.rule == "CG502" for f in report.findings):
         pass  # the trace already named the line
     elif report.graph is not None and not report.graph.nodes:
-        out.append(finding("CG502", "the captured graph is empty: step issued no GPU work on the capturing stream", **at))
+        out.append(finding("CG502", "the captured graph is empty: step issued no GPU work on the capturing stream",
+                           **empty_at))
     elif report.graph is not None and not any(n.kind not in ("empty",) for n in report.graph.nodes):
-        out.append(finding("CG502", "the captured graph holds only empty nodes: no kernels or copies were captured", **at))
+        out.append(finding("CG502", "the captured graph holds only empty nodes: no kernels or copies were captured",
+                           **empty_at))
     replay = report.replay
     if replay is not None and replay.status == "mismatch":
         bad = [t for t in replay.tensors if not t.ok]
