@@ -18,7 +18,8 @@ class Rule:
     severity: str
     title: str
     hint: str
-    needs_gpu: bool = False  # True: only the GPU run can detect it
+    needs_gpu: bool = False  # True: only the GPU run can detect it (the CPU run sees stream switches
+    # through its CUDA stand-ins, so CG201 and CG502 are found there too; the GPU run confirms them)
 
 
 RULES: tuple[Rule, ...] = (
@@ -31,7 +32,7 @@ RULES: tuple[Rule, ...] = (
     Rule("CG104", "sync", "error", "explicit synchronization (torch.cuda.synchronize, Stream/Event.synchronize)",
          "Move the synchronize out of the step; order work with stream.wait_stream / event.wait instead."),
     Rule("CG201", "uncaptured-work", "error", "work issued on a stream that is not capturing; it runs once and is left out of the graph",
-         "Issue all work on the capturing stream or on streams forked from it (s.wait_stream(torch.cuda.current_stream())).", True),
+         "Issue all work on the capturing stream or on streams forked from it (s.wait_stream(torch.cuda.current_stream()))."),
     Rule("CG202", "default-stream", "error", "the step switches to the default stream, which capture does not record",
          "Remove `torch.cuda.stream(torch.cuda.default_stream())`; use the current stream or a side stream forked from it."),
     Rule("CG203", "unjoined-stream", "error", "a side stream forked from the capturing stream is not joined back",
@@ -51,7 +52,7 @@ RULES: tuple[Rule, ...] = (
     Rule("CG501", "capture-error", "error", "capture failed",
          "See the CUDA error and the line named; fix the first problem cgtool reports above it.", True),
     Rule("CG502", "empty-graph", "warning", "the captured graph has no GPU work",
-         "Make sure the step runs its work on the CUDA device passed to setup/inputs.", True),
+         "Make sure the step runs its work on the CUDA device passed to setup/inputs."),
     Rule("CG503", "replay-mismatch", "error", "replay computes something different from eager on the same inputs",
          "Look for per-iteration host values, unregistered state, or work outside the capturing stream.", True),
 )

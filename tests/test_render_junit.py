@@ -58,7 +58,7 @@ def test_a_clean_script_passes_and_a_broken_one_is_an_error():
 
 def test_skipped_rules_carry_the_reason():
     by_name = cases(parse(cpu_result()))
-    case = by_name[f"CG201 {RULE_BY_ID['CG201'].title}"]
+    case = by_name[f"CG503 {RULE_BY_ID['CG503'].title}"]
     [skipped] = case.findall("skipped")
     assert "no CUDA device" in skipped.get("message")
 

@@ -50,7 +50,8 @@ def test_driver_lists_every_rule_with_help_and_level():
     assert by_id["CG101"]["helpUri"] == f"{RULES_DOC_URL}#cg101"
     assert by_id["CG101"]["defaultConfiguration"]["level"] == "error"
     assert by_id["CG403"]["defaultConfiguration"]["level"] == "warning"
-    assert by_id["CG201"]["properties"]["needsGpu"] is True
+    assert by_id["CG503"]["properties"]["needsGpu"] is True
+    assert by_id["CG201"]["properties"]["needsGpu"] is False
 
 
 def test_results_locate_each_finding_relative_to_the_base_dir(tmp_path):

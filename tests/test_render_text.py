@@ -19,7 +19,7 @@ def test_script_errors_summary_and_skipped_rules():
     assert "4 scripts checked on cpu: 3 errors, 0 warnings in 2 scripts; 1 script could not be analysed." in out
     tail = out.split("Not checked on this machine (no CUDA device: these rules need a captured graph):\n", 1)[1]
     assert [line.split()[0] for line in tail.splitlines()] == sorted(GPU_ONLY)
-    assert f"  CG201 {RULE_BY_ID['CG201'].title}" in tail
+    assert f"  CG503 {RULE_BY_ID['CG503'].title}" in tail
 
 
 def test_plain_text_has_no_ansi_and_colour_has():
