@@ -184,27 +184,26 @@ class OpRecorder:
         tensors = _tensor_args(args, kwargs)
         shapes, dtypes, devices = [], [], []
         dtype_names, device_names = _DTYPE_NAMES, _DEVICE_NAMES
+        index = -1  # the first device tensor's device index
         for t in tensors:
             shapes.append(tuple(t.shape))  # a plain tuple of ints: the GC can untrack it
             dtypes.append(dtype_names.get(t.dtype) or _dtype_name(t.dtype))
-            devices.append(device_names.get(t.get_device()) or _device_name(t))
+            d = t.get_device()
+            devices.append(device_names.get(d) or _device_name(t))
+            if index < 0 <= d:
+                index = d
         if self.virtual_cuda:
             if self._call_host or not tensors:
                 host = bool(self._call_host)  # inside a host-only call (or a factory of one)
             else:
                 host = bool(self._host) and all(self._is_host(t) for t in tensors)
         else:
-            host = not any(t.is_cuda for t in tensors)
+            host = index < 0
             if host and not tensors:
                 host = self._side(kwargs.get("device")) != "device"
         stream = capturing = None
         if not host and self._probe is not None:
-            index = 0
-            for t in tensors:
-                if t.is_cuda:
-                    index = t.get_device()
-                    break
-            stream, capturing = self._probe(index)
+            stream, capturing = self._probe(max(index, 0))
         inner, outer = self._where(1)
         if inner == SKIPPED:
             return host and self.virtual_cuda
