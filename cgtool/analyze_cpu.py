@@ -13,8 +13,7 @@ from cgtool.rules import RULES
 from cgtool.script import Args, Script
 from cgtool.trace import Trace
 
-# Rules whose evidence is the GPU run (needs_gpu in rules.py). The CPU run still reports CG201 (work on
-# an unforked stream) and CG502 (no device work, as a warning) where the stand-ins make them visible.
+# Rules whose evidence is the GPU run (needs_gpu in rules.py): the capture, the graph, replay versus eager.
 CPU_BLIND_RULES: tuple[str, ...] = tuple(r.id for r in RULES if r.needs_gpu)
 
 
