@@ -49,3 +49,18 @@ def test_unsupported_schema_rejected():
 
     with pytest.raises(ValueError, match="schema"):
         Report.from_json({"schema": 99, "script": "", "entry": "", "status": ""})
+
+
+def test_capture_failure_translation():
+    from cgtool.checks.capture import check_capture_failure
+    from cgtool.rules import finding
+
+    fr = (Frame("/x/s.py", 7, "step", "y = conv(x)"),)
+    lazy = ErrorRecord("capture", "RuntimeError", "Capturing cudnnFind is prohibited. Possible causes ...", fr)
+    [f] = check_capture_failure(lazy, [])
+    assert f.rule == "CG403" and f.category == "warmup" and f.line == 7
+    raw = ErrorRecord("capture", "RuntimeError", "operation failed", fr, "cudaErrorStreamCaptureInvalidated")
+    [f] = check_capture_failure(raw, [])
+    assert f.rule == "CG501" and "cudaErrorStreamCaptureInvalidated" in f.message and f.line == 7
+    explained = [finding("CG101", file="/x/s.py", line=7)]
+    assert check_capture_failure(raw, explained) == []

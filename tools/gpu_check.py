@@ -236,13 +236,29 @@ def section_dot() -> None:
     row("dot --diff --fail-on-growth (mlp → deep_1000 grows)", r.returncode == 1, f"exit {r.returncode}")
 
 
+def section_overhead() -> None:
+    r = subprocess.run([sys.executable, "tools/trace_overhead_gpu.py"], capture_output=True, text=True, cwd=ROOT,
+                       timeout=600)
+    line = (r.stdout.strip().splitlines() or [r.stderr[-500:]])[-1]
+    try:
+        d = eval(line, {"__builtins__": {}}, {"inf": float("inf"), "nan": float("nan")})  # the printed dict
+    except Exception:
+        row("analysis overhead (deep_1000)", False, line)
+        return
+    ok = d["added_x"] < 3.0 and d["tracer_start_s"] + d["checks_s"] < 2.0
+    row("analysis overhead < 3x eager per traced iteration + < 2 s fixed (deep_1000)", ok,
+        f"eager {d['eager_ms']:.1f} ms, traced {d['traced_ms']:.1f} ms: +{d['added_x']:.2f}x "
+        f"({d['us_per_op_added']:.0f} us/op over {d['ops_per_iter']:.0f} ops); fixed: tracer start "
+        f"{d['tracer_start_s']:.2f} s + checks {d['checks_s']:.2f} s; tracer_error {d['tracer_error']}")
+
+
 def main() -> int:
-    sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "bench", "dot"]
+    sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "overhead", "bench", "dot"]
     import torch
 
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}", flush=True)
     funcs = {"tests": section_tests, "capture": section_capture, "failed": section_failed_capture,
-             "lint": section_lint, "bench": section_bench, "dot": section_dot}
+             "lint": section_lint, "overhead": section_overhead, "bench": section_bench, "dot": section_dot}
     for s in sections:
         t0 = time.perf_counter()
         try:

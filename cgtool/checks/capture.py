@@ -17,6 +17,11 @@ def check_capture_failure(record: ErrorRecord, found: list[Finding]) -> list[Fin
     if any(f.severity == "error" for f in found):
         return []
     frame = record.user_frame
+    text = f"{record.cuda_error or ''} {record.message}"
+    if any(k in text for k in ("CUBLAS_STATUS_NOT_INITIALIZED", "cudnnFind", "CUDNN_STATUS", "cublasCreate")):
+        return [finding("CG403", f"a library initialised itself inside capture: {record.message}",
+                        file=frame.file if frame else None, line=frame.line if frame else None,
+                        source=frame.source if frame else None, function=frame.function if frame else None)]
     cuda = f" ({record.cuda_error})" if record.cuda_error else ""
     return [finding("CG501", f"capture failed{cuda}: {record.message}",
                     file=frame.file if frame else None, line=frame.line if frame else None,
