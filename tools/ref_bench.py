@@ -60,22 +60,42 @@ def reference(path: str) -> dict:
     return out
 
 
-def same_process(path: str, rounds: int = 3) -> dict:
-    """cgtool's bench path (bench_one, as its worker runs it) and the independent loop, taking turns in
-    one process, so process-to-process noise of a launch-bound eager step does not enter the comparison."""
+def same_process(path: str, turns: int = 5) -> dict:
+    """cgtool's measurement (bench.run.measure, as its worker runs it) and an independent event loop
+    (own code, below) taking turns on the same captured step in one process, so drift and the state of
+    the process hit both alike. Returns the median speedup of each over the turns."""
     import sys
 
+    import torch
+
     sys.path.insert(0, __file__.rsplit("/tools/", 1)[0])
-    from cgtool.bench.run import bench_one
+    from cgtool.bench.run import measure, prepare
     from cgtool.script import load_script
     from cgtool.worker import Progress
 
     script = load_script(path)
-    settings = {"warmup": 3, "budget_s": 10.0, "target": 0.01}
+    settings = {"warmup": 3, "budget_s": 3.0, "target": 0.01}
+    prep = prepare(script, None, settings, Progress(None))
+    eager_fn, replay_fn = prep.fns["eager"], prep.fns["replay"]
+
+    def loop_us(f, n):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        s.record()
+        for _ in range(n):
+            f()
+        e.record()
+        e.synchronize()
+        return s.elapsed_time(e) * 1e3 / n
+
     ours, ref = [], []
-    for _ in range(rounds):
-        r = bench_one(script, None, settings, Progress(None))
-        ours.append((r.speedup_gpu.point, r.speedup_wall.point))
-        ref.append(reference(path)["loop_speedup"])
-    return {"cgtool_gpu": statistics.median(o[0] for o in ours), "cgtool_wall": statistics.median(o[1] for o in ours),
-            "reference": statistics.median(ref), "runs": {"cgtool": ours, "reference": ref}}
+    with torch.cuda.stream(prep.stream):
+        for _ in range(turns):
+            rounds = measure(prep, settings, Progress(None))
+            eg, rp = (statistics.median(rounds.samples[m]["gpu"]) for m in ("eager", "replay"))
+            ours.append(eg / rp)
+            e = [loop_us(eager_fn, 20) for _ in range(10)]
+            r = [loop_us(replay_fn, 100) for _ in range(10)]
+            ref.append(statistics.median(e) / statistics.median(r))
+    return {"cgtool_gpu": statistics.median(ours), "reference": statistics.median(ref),
+            "runs": {"cgtool": [round(x, 3) for x in ours], "reference": [round(x, 3) for x in ref]}}

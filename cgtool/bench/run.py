@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
 
 from cgtool.errors import CgtoolError
 from cgtool.report import ErrorRecord
 from cgtool.worker import Progress
+
+if TYPE_CHECKING:
+    from cgtool.bench.adaptive import AdaptiveResult
 
 
 def bench_job(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
@@ -46,32 +51,40 @@ def bench_job(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
     return BenchReport(tuple(results), dict(settings), tuple(errors), __version__).to_json()
 
 
-def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress: Progress):
+@dataclass
+class Prepared:
+    """A captured step ready to time: the eager and replay callables on their stream."""
+
+    fns: dict[str, Callable[[], None]]
+    stream: Any
+    capture_ms: float
+    instantiate_ms: float
+    pool_bytes: int
+
+
+def prepare(script: Any, size: int | None, settings: dict[str, Any], progress: Progress) -> Prepared:
+    """setup, warmup on a side stream, capture once, instantiate."""
     import torch
 
-    from cgtool.bench.adaptive import Block, run_rounds
-    from cgtool.bench.result import BenchResult
-    from cgtool.bench.timing import calibrate, time_block
-    from cgtool.environment import environment
     from cgtool.harness import capture, instantiate, warmup
     from cgtool.script import ScriptRaised
 
     device = torch.device("cuda")
-    label = f" size={size}" if size is not None else ""
-    progress.phase("setup", label.strip())
+    label = f"size={size}" if size is not None else ""
+    progress.phase("setup", label)
     try:
         state = script.call_setup(device, size)
     except Exception as exc:
         raise ScriptRaised("setup", exc) from None
     stream = torch.cuda.Stream()
     n_warm = int(settings.get("warmup", 3))
-    progress.phase("warmup", f"{n_warm} iterations{label}")
+    progress.phase("warmup", f"{n_warm} iterations {label}".strip())
     warmup(script, state, device, n_warm, stream, size=size)
     try:
         static_inputs = script.call_inputs(n_warm, device, size)
     except Exception as exc:
         raise ScriptRaised("inputs", exc) from None
-    progress.phase("capture", label.strip())
+    progress.phase("capture", label)
     torch.cuda.synchronize()
     reserved = torch.cuda.memory_reserved()
     captured = capture(script, state, static_inputs, stream, "global")
@@ -81,34 +94,58 @@ def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress:
     def eager() -> None:
         script.call_step(state, static_inputs)
 
-    def replay() -> None:
-        captured.graph.replay()
+    return Prepared({"eager": eager, "replay": captured.graph.replay}, stream, captured.capture_ms, inst_ms,
+                    pool_bytes)
 
-    fns = {"eager": eager, "replay": replay}
+
+def measure(prep: Prepared, settings: dict[str, Any], progress: Progress, size: int | None = None) -> AdaptiveResult:
+    """Alternating rounds until the CI target, the budget or --iters; GC paused, as timeit does."""
+    import torch
+
+    from cgtool.bench.adaptive import Block, run_rounds
+    from cgtool.bench.timing import calibrate, time_block
+
+    fns, stream = prep.fns, prep.stream
     flush = _l2_flusher() if settings.get("l2_flush") else None
-    with torch.cuda.stream(stream):
-        iters = {m: (1 if flush else calibrate(fn, target_ms=float(settings.get("block_ms", 5.0)))) for m, fn in fns.items()}
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        with torch.cuda.stream(stream):
+            block_ms = float(settings.get("block_ms", 5.0))
+            iters = {m: (1 if flush else calibrate(fn, target_ms=block_ms)) for m, fn in fns.items()}
 
-        def measure_round(mode: str) -> Block:
-            gpu, wall = time_block(fns[mode], iters[mode], stream, flush)
-            return Block({"gpu": [gpu], "wall": [wall]}, iterations=iters[mode])
+            def measure_round(mode: str) -> Block:
+                gpu, wall = time_block(fns[mode], iters[mode], stream, flush)
+                return Block({"gpu": [gpu], "wall": [wall]}, iterations=iters[mode])
 
-        def on_progress(p: Any) -> None:
-            progress.emit(progress=p.to_json(), size=size)
+            def on_progress(p: Any) -> None:
+                progress.emit(progress=p.to_json(), size=size)
 
-        progress.phase("measure", label.strip())
-        fixed = settings.get("iters")
-        rounds = run_rounds(
-            measure_round,
-            target_rel_ci=None if fixed else float(settings.get("target", 0.01)),
-            budget_s=math.inf if fixed else float(settings.get("budget_s", 10.0)),
-            max_iterations=int(fixed) if fixed else 1_000_000,
-            on_progress=on_progress,
-        )
-        floor = kernel_floor_us(replay)
+            progress.phase("measure", f"size={size}" if size is not None else "")
+            fixed = settings.get("iters")
+            return run_rounds(
+                measure_round,
+                target_rel_ci=None if fixed else float(settings.get("target", 0.01)),
+                budget_s=math.inf if fixed else float(settings.get("budget_s", 10.0)),
+                max_iterations=int(fixed) if fixed else 1_000_000,
+                on_progress=on_progress,
+            )
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress: Progress):
+    from cgtool.bench.result import BenchResult
+    from cgtool.environment import environment
+
+    prep = prepare(script, size, settings, progress)
+    rounds = measure(prep, settings, progress, size)
+    floor = kernel_floor_us(prep.fns["replay"])
     return BenchResult.from_rounds(rounds, script=script.path, entry=script.entry, size=size, gpu_floor_us=floor,
-                                   capture_ms=captured.capture_ms, instantiate_ms=inst_ms, pool_bytes=pool_bytes,
-                                   environment=environment())
+                                   capture_ms=prep.capture_ms, instantiate_ms=prep.instantiate_ms,
+                                   pool_bytes=prep.pool_bytes, environment=environment())
 
 
 def _l2_flusher():
