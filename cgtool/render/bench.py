@@ -11,7 +11,7 @@ from rich.table import Table
 from cgtool.bench.adaptive import BUDGET, CONVERGED, ITERATIONS, Progress
 from cgtool.bench.compare import FASTER, REGRESSED, SLOWER, Comparison
 from cgtool.bench.result import FLOOR_KERNELS, BenchReport, BenchResult, Estimate, ModeResult
-from cgtool.render.capture import fmt_us
+from cgtool.render.units import fmt_bytes, fmt_us
 
 _STATUS_STYLE = {REGRESSED: "bold red", SLOWER: "yellow", FASTER: "green"}
 
@@ -34,11 +34,6 @@ def fmt_pct(x: float, signed: bool = False) -> str:
     return f"{x:+.1%}" if signed else f"{x:.1%}"
 
 
-def fmt_bytes(n: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 def fmt_size(size: int | None) -> str:

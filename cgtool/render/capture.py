@@ -6,17 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cgtool.render.units import fmt_us
 from cgtool.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, WORKER_FAILED, Report
-
-
-def fmt_us(us: float) -> str:
-    if us >= 1e6:
-        return f"{us / 1e6:.2f} s"
-    if us >= 1e4:
-        return f"{us / 1e3:.1f} ms"
-    if us >= 1e3:
-        return f"{us / 1e3:.2f} ms"
-    return f"{us:.0f} µs" if us >= 10 else f"{us:.1f} µs"
 
 
 def verdict_line(report: Report) -> str:

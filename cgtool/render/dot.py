@@ -16,7 +16,7 @@ from cgtool.graph.cgtool_dot import FORMAT, encode, encode_ids, node_attrs
 from cgtool.graph.folding import Repeat, find_repeats
 from cgtool.graph.model import Graph, GraphNode
 from cgtool.graph.topology import Adjacency, nodes_by_graph, topo_order
-from cgtool.render.bench import fmt_bytes
+from cgtool.render.units import fmt_bytes
 
 DEFAULT_MAX_NODES = 500  # drawn nodes (after folding) before the picture is cut short
 

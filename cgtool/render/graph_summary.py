@@ -8,7 +8,7 @@ from rich.table import Table
 
 from cgtool.graph.diff import GraphDiff
 from cgtool.graph.summary import GraphSummary
-from cgtool.render.bench import fmt_bytes
+from cgtool.render.units import fmt_bytes
 from cgtool.render.dot import kind_word
 
 MAX_KERNEL_ROWS = 25
