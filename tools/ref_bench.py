@@ -10,6 +10,20 @@ import importlib.util
 import statistics
 
 
+def loop_us(f, n: int) -> float:
+    """Per-call µs of n back-to-back calls, between two CUDA events on the current stream."""
+    import torch
+
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    s.record()
+    for _ in range(n):
+        f()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e) * 1e3 / n
+
+
 def reference(path: str) -> dict:
     import torch
 
@@ -33,20 +47,10 @@ def reference(path: str) -> dict:
     with torch.cuda.graph(g):
         fn()
 
-    def block_us(f, n):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        s.record()
-        for _ in range(n):
-            f()
-        e.record()
-        e.synchronize()
-        return s.elapsed_time(e) * 1e3 / n
-
     eager, replay = [], []
     for _ in range(15):
-        eager.append(block_us(fn, 20))
-        replay.append(block_us(g.replay, 100))
+        eager.append(loop_us(fn, 20))
+        replay.append(loop_us(g.replay, 100))
     out = {"loop_eager_us": statistics.median(eager), "loop_replay_us": statistics.median(replay)}
     out["loop_speedup"] = out["loop_eager_us"] / out["loop_replay_us"]
     try:
@@ -77,16 +81,6 @@ def same_process(path: str, turns: int = 5) -> dict:
     settings = {"warmup": 3, "budget_s": 3.0, "target": 0.01}
     prep = prepare(script, None, settings, Progress(None))
     eager_fn, replay_fn = prep.fns["eager"], prep.fns["replay"]
-
-    def loop_us(f, n):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        torch.cuda.synchronize()
-        s.record()
-        for _ in range(n):
-            f()
-        e.record()
-        e.synchronize()
-        return s.elapsed_time(e) * 1e3 / n
 
     ours, ref = [], []
     with torch.cuda.stream(prep.stream):
