@@ -104,3 +104,22 @@ def test_help_does_not_import_torch(tmp_path):
     code = ("import sys; from cgtool.cli import cli; "
             "assert 'torch' not in sys.modules and 'cuda.bindings' not in sys.modules, sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_ctrl_c_stops_the_worker_and_keeps_the_report(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "o"
+    proc = subprocess.Popen([sys.executable, "-m", "cgtool", "capture", os.path.join(SCRIPTS, "hangs.py"), "--out",
+                             str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, NO_COLOR="1"))
+    time.sleep(3)
+    proc.send_signal(signal.SIGINT)
+    stdout, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stdout
+    assert "Interrupted (Ctrl-C)" in stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["status"] == "worker-failed" and report["errors"][0]["type"] == "interrupted"
