@@ -74,8 +74,13 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
 
 
 def entry_frame(script: Script):
-    """The `def` line of the entry function, where findings about the whole step are placed."""
-    from cgtool.frames import make_frame
+    """The `def` line of the entry function (seen through decorators such as @torch.no_grad()), where
+    findings about the whole step are placed; None when it is not the user's code."""
+    import inspect
 
-    code = getattr(script.step, "__code__", None)
-    return None if code is None else make_frame(code.co_filename, code.co_firstlineno, code.co_name)
+    from cgtool.frames import is_user_file, make_frame
+
+    code = getattr(inspect.unwrap(script.step), "__code__", None)
+    if code is None or not is_user_file(code.co_filename):
+        return None
+    return make_frame(code.co_filename, code.co_firstlineno, code.co_name)
