@@ -83,4 +83,11 @@ def entry_frame(script: Script):
     code = getattr(inspect.unwrap(script.step), "__code__", None)
     if code is None or not is_user_file(code.co_filename):
         return None
-    return make_frame(code.co_filename, code.co_firstlineno, code.co_name)
+    import linecache
+
+    line = code.co_firstlineno  # the first decorator's line; step down to the `def` itself
+    for n in range(line, line + 20):
+        if linecache.getline(code.co_filename, n).lstrip().startswith(("def ", "async def ")):
+            line = n
+            break
+    return make_frame(code.co_filename, line, code.co_name)
