@@ -17,8 +17,10 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-OUT = os.environ.get("OUT") or os.path.join(ROOT, "gpu-check-out")
+OUT = os.environ.get("OUT") or os.path.join(ROOT, "gpu-check-out")  # what comes back (8 files at most)
+WORK = os.path.join("/tmp", "cgtool-gpu-check")  # everything else
 os.makedirs(OUT, exist_ok=True)
+os.makedirs(WORK, exist_ok=True)
 ROWS: list[tuple[str, str, str]] = []  # (check, PASS/FAIL/INFO, detail)
 SAMPLES = ["mlp_inference", "transformer_train", "multistream", "deep_1000"]
 
@@ -61,10 +63,13 @@ def section_capture() -> None:
     from cgtool.report import Report
 
     for name in SAMPLES:
-        out = os.path.join(OUT, "capture", name)
+        out = os.path.join(WORK, "capture", name)
         t0 = time.perf_counter()
         r = cgtool("capture", f"samples/{name}.py", "--out", out)
         wall = time.perf_counter() - t0
+        if name == "mlp_inference":
+            with open(os.path.join(OUT, "capture_mlp.txt"), "w") as fh:
+                fh.write(r.stdout + r.stderr)
         try:
             data = json.load(open(os.path.join(out, "report.json")))
         except OSError:
@@ -100,8 +105,10 @@ def section_capture() -> None:
 def section_failed_capture() -> None:
     path = os.path.join(ROOT, "samples", "hazards", "item_sync.py")
     line = next(iter(expected(path)))
-    out = os.path.join(OUT, "capture", "item_sync")
+    out = os.path.join(WORK, "capture", "item_sync")
     r = cgtool("capture", path, "--out", out)
+    with open(os.path.join(OUT, "capture_item_sync.txt"), "w") as fh:
+        fh.write(r.stdout + r.stderr)
     data = json.load(open(os.path.join(out, "report.json")))
     named = [f for f in data["findings"] if f["line"] == line]
     err = data["errors"][0] if data["errors"] else {}
@@ -201,7 +208,7 @@ def section_bench() -> None:
     row("bench sweep 5 sizes + plot", sweep.returncode == 0 and os.path.exists(plot),
         f"exit {sweep.returncode}, {time.perf_counter() - t0:.0f} s; " +
         " | ".join(ln.strip() for ln in sweep.stdout.splitlines() if re.match(r"\s*(size|\d+)\s", ln))[:300])
-    base = os.path.join(OUT, "baseline.json")
+    base = os.path.join(WORK, "baseline.json")
     with open(base, "w") as fh:
         json.dump(first, fh)
     ok_run = cgtool("bench", "samples/mlp_inference.py", "--compare", base, "--fail-if-slower", "10", "--budget-s", "5")
@@ -211,7 +218,7 @@ def section_bench() -> None:
         for k in ("median", "mean", "min", "max", "q1", "q3", "ci_low", "ci_high"):
             if isinstance(st.get(k), (int, float)):
                 st[k] = st[k] * 0.5
-    bad = os.path.join(OUT, "baseline_doctored.json")
+    bad = os.path.join(WORK, "baseline_doctored.json")
     with open(bad, "w") as fh:
         json.dump(doctored, fh)
     fail_run = cgtool("bench", "samples/mlp_inference.py", "--compare", bad, "--fail-if-slower", "10", "--budget-s", "5")
@@ -222,7 +229,7 @@ def section_bench() -> None:
 
 
 def section_dot() -> None:
-    path = os.path.join(OUT, "capture", "deep_1000", "graph.driver.dot")
+    path = os.path.join(WORK, "capture", "deep_1000", "graph.driver.dot")
     if not os.path.exists(path):
         return
     t0 = time.perf_counter()
@@ -230,8 +237,8 @@ def section_dot() -> None:
     row("dot summary of the real deep_1000 driver DOT", r.returncode == 0,
         f"exit {r.returncode}, {time.perf_counter() - t0:.2f} s wall incl. start-up; " +
         " ".join(ln.strip() for ln in r.stdout.splitlines() if "×" in ln)[:200])
-    a = os.path.join(OUT, "capture", "mlp_inference", "report.json")
-    b = os.path.join(OUT, "capture", "deep_1000", "report.json")
+    a = os.path.join(WORK, "capture", "mlp_inference", "report.json")
+    b = os.path.join(WORK, "capture", "deep_1000", "report.json")
     r = cgtool("dot", a, "--diff", b, "--fail-on-growth", "10")
     row("dot --diff --fail-on-growth (mlp → deep_1000 grows)", r.returncode == 1, f"exit {r.returncode}")
 
