@@ -107,6 +107,7 @@ class OpRecorder:
         self._backward_frames = (-1, -1)  # user frame of the last .backward(): frames of engine-thread ops
         self._aten_names: dict[Any, tuple[str, bool]] = {}
         self._call_names: dict[Any, str] = {}
+        self._meta: dict[tuple, tuple[tuple[str, ...], tuple[str, ...], int]] = {}
         self._origin: str | None = None  # where a host tensor made by the call in flight comes from, if not _phase
         self._sized_by_call: dict[str, Any] | None = None  # detail of a call with numbers awaiting its output
         self._sized_by_data: dict[str, Any] | None = None  # detail of a data-sized op awaiting its output
@@ -182,16 +183,14 @@ class OpRecorder:
             info = self._aten_names[func] = (name, notable)
         name, notable = info
         tensors = _tensor_args(args, kwargs)
-        shapes, dtypes, devices = [], [], []
-        dtype_names, device_names = _DTYPE_NAMES, _DEVICE_NAMES
-        index = -1  # the first device tensor's device index
-        for t in tensors:
-            shapes.append(tuple(t.shape))  # a plain tuple of ints: the GC can untrack it
-            dtypes.append(dtype_names.get(t.dtype) or _dtype_name(t.dtype))
-            d = t.get_device()
-            devices.append(device_names.get(d) or _device_name(t))
-            if index < 0 <= d:
-                index = d
+        shapes = tuple([tuple(t.shape) for t in tensors])  # plain tuples of ints: the GC can untrack them
+        key = (tuple([t.dtype for t in tensors]), tuple([t.get_device() for t in tensors]))
+        meta = self._meta.get(key)
+        if meta is None:  # (dtype names, device names, first device index) per combination, interned
+            index = next((d for d in key[1] if d >= 0), -1)
+            meta = self._meta[key] = (tuple([_dtype_name(t.dtype) for t in tensors]),
+                                      tuple([_device_name(t) for t in tensors]), index)
+        dtypes, devices, index = meta
         if self.virtual_cuda:
             if self._call_host or not tensors:
                 host = bool(self._call_host)  # inside a host-only call (or a factory of one)
@@ -204,7 +203,7 @@ class OpRecorder:
         stream = capturing = None
         if not host and self._probe is not None:
             stream, capturing = self._probe(max(index, 0))
-        inner, outer = self._where(1)
+        inner, outer = self._where(3)  # above this frame and the dispatch mode's (both cgtool's)
         if inner == SKIPPED:
             return host and self.virtual_cuda
         if stream is not None and self._it is not None and self._it.stream is None and inner >= 0:
@@ -214,7 +213,7 @@ class OpRecorder:
             detail = self._aten_detail(name, args, kwargs, tensors)
         ops = self._ops
         if ops is not None:
-            ops.append(OpRecord(ATEN, name, tuple(shapes), tuple(dtypes), tuple(devices), inner, outer, stream,
+            ops.append(OpRecord(ATEN, name, shapes, dtypes, devices, inner, outer, stream,
                                 capturing, host, detail))
             if detail is not None and ("via" in detail or "data_dependent" in detail):
                 self._sized_by_data = detail  # its output shapes are filled in after it runs
@@ -305,7 +304,7 @@ class OpRecorder:
             detail["scalars"] = tuple(numbers)
         if always:
             self._call_detail(name, tensors, dev_arg, target, detail)
-        inner, outer = self._where(1)
+        inner, outer = self._where(3)  # above this frame and the function mode's (both cgtool's)
         if inner == SKIPPED:
             self._origin = "inputs"
             return host, target
