@@ -21,6 +21,12 @@ _Tensor = torch.Tensor
 _DTYPE_NAMES: dict[Any, str] = {}
 _DEVICE_NAMES: dict[int, str] = {-1: "cpu"}
 
+# Kinds of Python-level calls (per function, cached): property reads, calls with no role of their own in the
+# checks (linear, relu, add: only their scalars and their side matter), and the rest.
+_FORWARD, _PLAIN, _SPECIAL = 0, 1, 2
+_SPECIAL_NAMES = (R.ALWAYS_RECORDED_CALLS | R.QUIET_CALLS | R.HOST_WATCH_CALLS | R.MOVE_CALLS | R.FACTORY_CALLS
+                  | {"Tensor.to", "Tensor.cuda", "Tensor.cpu", "Tensor.pin_memory"})
+
 # Which stream an op runs on: (stream id, capturing) for a device index; None where CUDA is absent.
 StreamProbe = Callable[[int], "tuple[int | None, bool | None]"]
 
@@ -107,6 +113,7 @@ class OpRecorder:
         self._backward_frames = (-1, -1)  # user frame of the last .backward(): frames of engine-thread ops
         self._aten_names: dict[Any, tuple[str, bool]] = {}
         self._call_names: dict[Any, str] = {}
+        self._call_kinds: dict[Any, tuple[str, int]] = {}
         self._meta: dict[tuple, tuple[tuple[str, ...], tuple[str, ...], int]] = {}
         self._origin: str | None = None  # where a host tensor made by the call in flight comes from, if not _phase
         self._sized_by_call: dict[str, Any] | None = None  # detail of a call with numbers awaiting its output
@@ -277,6 +284,37 @@ class OpRecorder:
         if name is None:
             name = self._call_names[func] = R.call_name(func)
         return name
+
+    def _call_kind(self, func: Any) -> tuple[str, int]:
+        name = self._call_name(func)
+        kind = _FORWARD if name == "Tensor.<property>" else _SPECIAL if name in _SPECIAL_NAMES else _PLAIN
+        info = self._call_kinds[func] = (name, kind)
+        return info
+
+    def _plain_call(self, name: str, args: tuple, kwargs: dict) -> bool:
+        """_on_call for a call of no role of its own (not a factory, move, read, backward): its side only,
+        unless it has Python numbers on the device or a generator (then _on_call records it)."""
+        self._sized_by_call = None
+        self._origin = None
+        tensors, numbers = _scan_call(args, kwargs)
+        dev_arg = kwargs.get("device") if kwargs else None
+        side = None if dev_arg is None else self._side(dev_arg)
+        if side is not None:
+            host = side == "host"
+        elif not tensors:
+            host = True
+        elif self.virtual_cuda:
+            host = all(self._is_host(t) for t in tensors)
+        else:
+            host = True
+            for t in tensors:
+                if t.is_cuda:
+                    host = False
+                    break
+        self._call_host = host
+        if (numbers and not host) or (kwargs and kwargs.get("generator") is not None):
+            return self._on_call(name, args, kwargs)[0]  # recorded: the general path
+        return host
 
     def _on_call(self, name: str, args: tuple, kwargs: dict) -> tuple[bool, str | None]:
         """Record a call before it runs. Returns (host side, target side of a move) for _after_call."""

@@ -27,7 +27,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from cgtool import op_roles as R
-from cgtool.op_recorder import OpRecorder, StreamProbe, _Tensor
+from cgtool.op_recorder import _FORWARD, _PLAIN, _SPECIAL, OpRecorder, StreamProbe, _Tensor
 from cgtool.report import Frame
 from cgtool.trace import SYNC_WARNING, Iteration, OpRecord, StreamEvent, Trace
 
@@ -226,15 +226,32 @@ class _FunctionMode(TorchFunctionMode):
         if t._mute or t._broken:
             return func(*args, **kwargs) if run is None else run(func, args, kwargs)
         try:
-            name = t._call_name(func)
-            if name == "Tensor.<property>" or (t._ops is None and name not in R.HOST_WATCH_CALLS):
+            name, kind = t._call_kinds.get(func) or t._call_kind(func)
+            if kind == _PLAIN and t._ops is not None:  # the common case: no role of its own in the checks
+                host = t._plain_call(name, args, kwargs)
+            elif kind == _FORWARD or (t._ops is None and name not in R.HOST_WATCH_CALLS):
                 # a host watch only cares about creations and moves
                 return func(*args, **kwargs) if run is None else run(func, args, kwargs)
-            host, target = t._on_call(name, args, kwargs)
-            quiet = name in R.QUIET_CALLS
+            else:
+                kind = _SPECIAL
+                host, target = t._on_call(name, args, kwargs)
+                quiet = name in R.QUIET_CALLS
         except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
             t._fail(exc)
             return func(*args, **kwargs) if run is None else run(func, args, kwargs)
+        if kind == _PLAIN:
+            try:
+                out = func(*args, **kwargs) if run is None else run(func, args, kwargs)
+            finally:
+                t._call_host = None
+            if t._sized_by_call is not None:
+                try:
+                    if isinstance(out, _Tensor):
+                        t._sized_by_call["out_shape"] = tuple(out.shape)
+                    t._sized_by_call = None
+                except Exception as exc:  # noqa: BLE001
+                    t._fail(exc)
+            return out
         if quiet:
             t._mute += 1
         try:
