@@ -15,35 +15,12 @@ from typing import Any, Callable
 import torch
 
 from cgtool import op_roles as R
-from cgtool.trace import ATEN, CALL, SKIPPED, FrameTable, Iteration, OpRecord, Trace
+from cgtool.call_recorder import CallRecorder, _device_name, _dtype_name
+from cgtool.trace import ATEN, SKIPPED, FrameTable, Iteration, OpRecord, Trace
 
 _Tensor = torch.Tensor
-_DTYPE_NAMES: dict[Any, str] = {}
-_DEVICE_NAMES: dict[int, str] = {-1: "cpu"}
-
-# Kinds of Python-level calls (per function, cached): property reads, calls with no role of their own in the
-# checks (linear, relu, add: only their scalars and their side matter), and the rest.
-_FORWARD, _PLAIN, _SPECIAL = 0, 1, 2
-_SPECIAL_NAMES = (R.ALWAYS_RECORDED_CALLS | R.QUIET_CALLS | R.HOST_WATCH_CALLS | R.MOVE_CALLS | R.FACTORY_CALLS
-                  | {"Tensor.to", "Tensor.cuda", "Tensor.cpu", "Tensor.pin_memory"})
-
 # Which stream an op runs on: (stream id, capturing) for a device index; None where CUDA is absent.
 StreamProbe = Callable[[int], "tuple[int | None, bool | None]"]
-
-
-def _dtype_name(dt: Any) -> str:
-    n = _DTYPE_NAMES.get(dt)
-    if n is None:
-        n = _DTYPE_NAMES[dt] = str(dt).replace("torch.", "")
-    return n
-
-
-def _device_name(t: _Tensor) -> str:
-    i = t.get_device()
-    n = _DEVICE_NAMES.get(i)
-    if n is None:
-        n = _DEVICE_NAMES[i] = str(t.device)
-    return n
 
 
 def _tensor_args(args: tuple, kwargs: dict) -> list[_Tensor]:
@@ -62,32 +39,7 @@ def _tensor_args(args: tuple, kwargs: dict) -> list[_Tensor]:
     return out
 
 
-def _scan_call(args: tuple, kwargs: dict) -> tuple[list[_Tensor], list[Any]]:
-    """Tensor arguments and Python numbers (one level deep; slices count by their bounds)."""
-    tensors: list[_Tensor] = []
-    numbers: list[Any] = []
-    for a in (*args, *kwargs.values()) if kwargs else args:
-        ta = type(a)
-        if ta is int or ta is float:
-            numbers.append(a)
-        elif isinstance(a, _Tensor):
-            tensors.append(a)
-        elif ta is list or ta is tuple:
-            for b in a:
-                tb = type(b)
-                if tb is int or tb is float:
-                    numbers.append(b)
-                elif tb is slice:
-                    numbers.append((b.start, b.stop, b.step))
-                elif isinstance(b, _Tensor):
-                    tensors.append(b)
-        elif ta is slice:
-            numbers.append((a.start, a.stop, a.step))
-    return tensors, numbers
-
-
-
-class OpRecorder:
+class OpRecorder(CallRecorder):
     """Recording state and the per-op logic. `virtual_cuda`: CPU tensors stand for CUDA tensors, and only
     tensors made on the host on purpose count as host tensors (the CPU run)."""
 
@@ -210,7 +162,9 @@ class OpRecorder:
         stream = capturing = None
         if not host and self._probe is not None:
             stream, capturing = self._probe(max(index, 0))
-        inner, outer = self._where(3)  # above this frame and the dispatch mode's (both cgtool's)
+        inner, outer = self._frames.locate(sys._getframe(2))  # above this frame and the dispatch mode's
+        if inner < 0 and threading.get_ident() != self._main_thread:
+            inner, outer = self._backward_frames  # as _where: an autograd engine thread's op
         if inner == SKIPPED:
             return host and self.virtual_cuda
         if stream is not None and self._it is not None and self._it.stream is None and inner >= 0:
@@ -277,180 +231,3 @@ class OpRecorder:
         if intended is None:
             intended = "device" if gen.device.type == "cuda" else "host"
         return {"generator": "custom", "generator_device": intended}
-
-    # ---- Python-level calls ----------------------------------------------------------------------
-    def _call_name(self, func: Any) -> str:
-        name = self._call_names.get(func)
-        if name is None:
-            name = self._call_names[func] = R.call_name(func)
-        return name
-
-    def _call_kind(self, func: Any) -> tuple[str, int]:
-        name = self._call_name(func)
-        kind = _FORWARD if name == "Tensor.<property>" else _SPECIAL if name in _SPECIAL_NAMES else _PLAIN
-        info = self._call_kinds[func] = (name, kind)
-        return info
-
-    def _plain_call(self, name: str, args: tuple, kwargs: dict) -> bool:
-        """_on_call for a call of no role of its own (not a factory, move, read, backward): its side only,
-        unless it has Python numbers on the device or a generator (then _on_call records it)."""
-        self._sized_by_call = None
-        self._origin = None
-        tensors, numbers = _scan_call(args, kwargs)
-        dev_arg = kwargs.get("device") if kwargs else None
-        side = None if dev_arg is None else self._side(dev_arg)
-        if side is not None:
-            host = side == "host"
-        elif not tensors:
-            host = True
-        elif self.virtual_cuda:
-            host = all(self._is_host(t) for t in tensors)
-        else:
-            host = True
-            for t in tensors:
-                if t.is_cuda:
-                    host = False
-                    break
-        self._call_host = host
-        if (numbers and not host) or (kwargs and kwargs.get("generator") is not None):
-            return self._on_call(name, args, kwargs)[0]  # recorded: the general path
-        return host
-
-    def _on_call(self, name: str, args: tuple, kwargs: dict) -> tuple[bool, str | None]:
-        """Record a call before it runs. Returns (host side, target side of a move) for _after_call."""
-        self._sized_by_call = None
-        self._origin = None
-        tensors, numbers = _scan_call(args, kwargs)
-        dev_arg = kwargs.get("device") if kwargs else None
-        host = self._call_side(name, tensors, dev_arg)
-        target = None
-        if name == "Tensor.to":
-            target = self._to_target(args[1:], kwargs)
-        elif name == "Tensor.cuda":
-            target = "device"
-        self._call_host = host and target != "device"
-        if self._ops is None:
-            return host, target
-        gen = kwargs.get("generator") if kwargs else None
-        always = name in R.ALWAYS_RECORDED_CALLS
-        if not (always or gen is not None or (numbers and not host)):
-            return host, target
-        detail: dict[str, Any] = {}
-        if gen is not None:
-            detail.update(self._generator_detail(gen))
-        if numbers and not host:
-            detail["scalars"] = tuple(numbers)
-        if always:
-            self._call_detail(name, tensors, dev_arg, target, detail)
-        inner, outer = self._where(3)  # above this frame and the function mode's (both cgtool's)
-        if inner == SKIPPED:
-            self._origin = "inputs"
-            return host, target
-        if name in R.BACKWARD_CALLS:
-            self._backward_frames = (inner, outer)
-        self._ops.append(OpRecord(CALL, name, tuple(tuple(t.shape) for t in tensors),
-                                  tuple(_dtype_name(t.dtype) for t in tensors),
-                                  tuple(_device_name(t) for t in tensors), inner, outer, None, None, host,
-                                  detail or None))
-        if "scalars" in detail:
-            self._sized_by_call = detail  # _after_call adds the output shape: a size or a value changed?
-        return host, target
-
-    def _call_side(self, name: str, tensors: list[_Tensor], dev_arg: Any) -> bool:
-        """True when the call works on the host only (no device tensor in, no device out)."""
-        side = self._side(dev_arg)
-        if side is not None and name not in R.MOVE_CALLS:
-            return side == "host"
-        if name in R.FACTORY_CALLS and name != "Tensor.new_tensor":
-            return True  # a factory with no device makes a host tensor
-        if not tensors:
-            return True
-        for t in tensors:
-            if not self._is_host(t):
-                return False
-        return True
-
-    def _call_detail(self, name: str, tensors: list[_Tensor], dev_arg: Any, target: str | None,
-                     d: dict[str, Any]) -> None:
-        src = tensors[0] if tensors else None
-        if name in R.SCALAR_READ_CALLS or name in R.TO_HOST_CALLS:
-            via = self._frames.library_path(sys._getframe(1))
-            method = ":" + name.rsplit(".", 1)[-1]
-            while via and via[-1].endswith(method):  # the Python body of the called method itself
-                via = via[:-1]
-            d["via"] = via
-            return
-        if name in R.DATA_FACTORY_CALLS:
-            if name == "Tensor.new_tensor":
-                target = "host" if src is not None and self._is_host(src) else "device"
-            else:
-                target = self._side(dev_arg)
-            if target == "device" and not (src is not None and not self._is_host(src)):
-                d.update(move="h2d", src="step", pinned=False)
-            return
-        if name == "Tensor.copy_" and len(tensors) >= 2:
-            target = "host" if self._is_host(tensors[0]) else "device"
-            src = tensors[1]
-        elif name not in ("Tensor.to", "Tensor.cuda") or src is None:
-            return
-        src_host = self._is_host(src)
-        if src_host and target == "device":
-            origin = self._host_info(src)
-            pinned = origin[1] if origin is not None and self.virtual_cuda else self._pinned(src)
-            d.update(move="h2d", src=origin[0] if origin else "unknown", pinned=pinned)
-        elif not src_host and target == "host":
-            d.update(move="d2h", via=self._frames.library_path(sys._getframe(1)))
-
-    def _to_target(self, rest: tuple, kwargs: dict) -> str | None:
-        side = self._side(kwargs.get("device")) if kwargs else None
-        for a in rest:
-            if side is not None:
-                break
-            if isinstance(a, _Tensor):
-                side = "host" if self._is_host(a) else "device"
-            elif not isinstance(a, torch.dtype):
-                side = self._side(a)
-        return side
-
-    def _pinned(self, t: _Tensor) -> bool:
-        self._mute += 1
-        try:
-            return bool(t.is_pinned())
-        except Exception:  # noqa: BLE001
-            return False
-        finally:
-            self._mute -= 1
-
-    def _after_call(self, name: str, args: tuple, kwargs: dict, host: bool, target: str | None, out: Any) -> Any:
-        """Learn host tensors (factories with no device, .cpu(), pinning); a move to the device un-learns.
-        On the CPU run a move that returned its own input returns an alias instead, so that the host and
-        the device copy are distinct objects as on a GPU (same storage, same values)."""
-        if self._sized_by_call is not None:
-            if isinstance(out, _Tensor):
-                self._sized_by_call["out_shape"] = tuple(out.shape)
-            self._sized_by_call = None
-        src = args[0] if args and isinstance(args[0], _Tensor) else None
-        if name in R.FACTORY_CALLS and name != "Tensor.new_tensor":
-            if host:
-                self._tag(out, pinned=bool(kwargs.get("pin_memory")))
-        elif name == "Tensor.pin_memory":
-            self._tag(out, pinned=True)
-        elif name == "Tensor.cpu" or target == "host":
-            if self.virtual_cuda and out is src and src is not None and not self._is_host(src):
-                out = self._alias(src)
-            self._tag(out, pinned=False)
-        elif target == "device":
-            if self.virtual_cuda and out is src and src is not None and self._is_host(src):
-                out = self._alias(src)
-            self._untag(out)
-        return out
-
-    def _alias(self, t: _Tensor) -> _Tensor:
-        self._mute += 1
-        try:
-            return t.view_as(t)
-        except Exception:  # noqa: BLE001 - tensors that cannot alias keep their identity
-            return t
-        finally:
-            self._mute -= 1
-

@@ -27,7 +27,8 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from cgtool import op_roles as R
-from cgtool.op_recorder import _FORWARD, _PLAIN, _SPECIAL, OpRecorder, StreamProbe, _Tensor
+from cgtool.call_recorder import _FORWARD, _PLAIN, _SPECIAL
+from cgtool.op_recorder import OpRecorder, StreamProbe, _Tensor
 from cgtool.report import Frame
 from cgtool.trace import SYNC_WARNING, Iteration, OpRecord, StreamEvent, Trace
 
