@@ -16,7 +16,7 @@ import torch
 
 from cgtool import op_roles as R
 from cgtool.call_recorder import CallRecorder, _device_name, _dtype_name
-from cgtool.trace import ATEN, SKIPPED, FrameTable, Iteration, OpRecord, Trace
+from cgtool.trace import ATEN, SKIPPED, FrameTable, Iteration, OpRecord, Trace, caller_frame
 
 _Tensor = torch.Tensor
 # Which stream an op runs on: (stream id, capturing) for a device index; None where CUDA is absent.
@@ -79,7 +79,7 @@ class OpRecorder(CallRecorder):
         self._broken = True
 
     def _where(self, depth: int) -> tuple[int, int]:
-        where = self._frames.locate(sys._getframe(depth))
+        where = self._frames.locate(caller_frame(depth + 1))
         if where[0] < 0 and threading.get_ident() != self._main_thread:
             return self._backward_frames  # autograd engine thread (GPU backward): blame the .backward() line
         return where
@@ -162,7 +162,11 @@ class OpRecorder(CallRecorder):
         stream = capturing = None
         if not host and self._probe is not None:
             stream, capturing = self._probe(max(index, 0))
-        inner, outer = self._frames.locate(sys._getframe(2))  # above this frame and the dispatch mode's
+        try:
+            above = sys._getframe(2)  # above this frame and the dispatch mode's
+        except ValueError:  # the autograd engine's thread calls the mode straight from C++: nothing above it
+            above = None
+        inner, outer = self._frames.locate(above)
         if inner < 0 and threading.get_ident() != self._main_thread:
             inner, outer = self._backward_frames  # as _where: an autograd engine thread's op
         if inner == SKIPPED:

@@ -64,7 +64,7 @@ def reference(path: str) -> dict:
     return out
 
 
-def same_process(path: str, turns: int = 5) -> dict:
+def same_process(path: str, turns: int = 15) -> dict:
     """cgtool's measurement (bench.run.measure, as its worker runs it) and an independent event loop
     (own code, below) taking turns on the same captured step in one process, so drift and the state of
     the process hit both alike. Returns the median speedup of each over the turns."""
@@ -73,12 +73,14 @@ def same_process(path: str, turns: int = 5) -> dict:
     import torch
 
     sys.path.insert(0, __file__.rsplit("/tools/", 1)[0])
-    from cgtool.bench.run import measure, prepare
+    from cgtool.bench.run import measure, pin_main_thread, prepare
     from cgtool.script import load_script
     from cgtool.worker import Progress
 
     script = load_script(path)
-    settings = {"warmup": 3, "budget_s": 3.0, "target": 0.01}
+    settings = {"warmup": 3, "budget_s": 0.4, "target": 0.01}  # short turns: both see the same conditions
+    torch.cuda.init()
+    pin_main_thread()  # as cgtool bench does
     prep = prepare(script, None, settings, Progress(None))
     eager_fn, replay_fn = prep.fns["eager"], prep.fns["replay"]
 
@@ -88,8 +90,8 @@ def same_process(path: str, turns: int = 5) -> dict:
             rounds = measure(prep, settings, Progress(None))
             eg, rp = (statistics.median(rounds.samples[m]["gpu"]) for m in ("eager", "replay"))
             ours.append(eg / rp)
-            e = [loop_us(eager_fn, 20) for _ in range(10)]
-            r = [loop_us(replay_fn, 100) for _ in range(10)]
+            e = [loop_us(eager_fn, 20) for _ in range(5)]
+            r = [loop_us(replay_fn, 100) for _ in range(5)]
             ref.append(statistics.median(e) / statistics.median(r))
     return {"cgtool_gpu": statistics.median(ours), "reference": statistics.median(ref),
             "runs": {"cgtool": [round(x, 3) for x in ours], "reference": [round(x, 3) for x in ref]}}

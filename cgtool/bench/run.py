@@ -32,6 +32,8 @@ def bench_job(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
         if not torch.cuda.is_available():
             raise CgtoolError("cgtool bench needs a CUDA device; none is visible to torch here. "
                               "`cgtool capture` and `cgtool lint` still analyse the script on CPU.", 3)
+        torch.cuda.init()
+        settings["pinned_cpu"] = pin_main_thread() if settings.get("pin", True) else None
         sizes = settings.get("sizes") or [None]
         if sizes != [None] and not script.accepts_size():
             raise CgtoolError(f"--sizes needs setup(device, size) or inputs(i, device, size) in {job['script']}; "
@@ -146,6 +148,21 @@ def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress:
     return BenchResult.from_rounds(rounds, script=script.path, entry=script.entry, size=size, gpu_floor_us=floor,
                                    capture_ms=prep.capture_ms, instantiate_ms=prep.instantiate_ms,
                                    pool_bytes=prep.pool_bytes, environment=environment())
+
+
+def pin_main_thread() -> int | None:
+    """Pin the launching (main) thread to one CPU, as pyperf does: a launch-bound eager step's speed
+    otherwise moves with scheduler migrations. The driver's own threads, started before, stay free."""
+    import os
+
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            return None
+        os.sched_setaffinity(0, {cpus[-1]})
+        return cpus[-1]
+    except (AttributeError, OSError):
+        return None
 
 
 def _l2_flusher():
