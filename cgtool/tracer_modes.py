@@ -275,6 +275,9 @@ class _SyncWarnings:
     def start(t: Tracer) -> None:
         try:
             t._saved_sync_mode = torch.cuda.get_sync_debug_mode()
+            t._warnings_ctx = warnings.catch_warnings()  # filters and showwarning come back on stop
+            t._warnings_ctx.__enter__()
+            warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype")
             torch.cuda.set_sync_debug_mode("warn")
             warnings.filterwarnings("always", message=_SYNC_WARNING_TEXT)
             t._saved_showwarning = original = warnings.showwarning
@@ -300,5 +303,8 @@ class _SyncWarnings:
                 t._saved_showwarning = None
             if t._saved_sync_mode is not None:
                 torch.cuda.set_sync_debug_mode(t._saved_sync_mode)
+            ctx, t._warnings_ctx = getattr(t, "_warnings_ctx", None), None
+            if ctx is not None:
+                ctx.__exit__(None, None, None)
         except Exception as exc:  # noqa: BLE001
             t._fail(exc)

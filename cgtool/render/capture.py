@@ -32,6 +32,8 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
         if report.environment:
             out.print(f"[dim]{escape(describe(report.environment))}[/]")
         if report.graph is not None:
+            g = report.graph
+            out.print(f"[bold]captured graph:[/] {len(g.nodes):,} nodes, {len(g.edges):,} edges")
             out.print(graph_table(report))
             kt = kernel_table(report)
             if kt is not None:
@@ -64,7 +66,7 @@ def _has_problems(report: Report) -> bool:
 def graph_table(report: Report) -> Table:
     g = report.graph
     counts = g.count_by_kind()
-    table = Table(title=f"captured graph: {len(g.nodes)} nodes, {len(g.edges)} edges", title_justify="left")
+    table = Table()
     table.add_column("node kind")
     table.add_column("count", justify="right")
     for kind, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
