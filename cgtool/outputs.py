@@ -51,24 +51,31 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
         os.replace(tmp, dst)
         written["graph.driver.dot"] = dst
     if report.graph is not None:
-        from cgtool.render.dot import graph_to_dot
-
-        # every node stays in graph.dot (folded where it repeats) so `cgtool dot graph.dot` reads it back whole
-        source = graph_to_dot(report.graph, max_nodes=max(len(report.graph.nodes), 1)).source
-        dot_path = os.path.join(out_dir, "graph.dot")
-        atomic_write(dot_path, source)
-        written["graph.dot"] = dot_path
-        report.settings["write_dots_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
-        if render_svg and shutil.which("dot"):
-            svg_path = os.path.join(out_dir, "graph.svg")
-            try:
-                from cgtool.render.dot import render_source
-
-                atomic_write(svg_path, render_source(source, "svg"))
-                written["graph.svg"] = svg_path
-            except CgtoolError as exc:
-                report.skipped.append(f"graph.svg: {exc.message}")
+        try:
+            _write_graph_pictures(report, out_dir, written, render_svg, t0)
+        except CgtoolError as exc:  # e.g. the graphviz package missing: the report must still be written
+            report.skipped.append(f"graph.dot: {exc.message}")
     report_path = os.path.join(out_dir, "report.json")
     written["report.json"] = report_path
     report.outputs = written
     atomic_write(report_path, json.dumps(report.to_json(), indent=1) + "\n")
+
+
+def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str], render_svg: bool, t0: float) -> None:
+    import time
+
+    from cgtool.render.dot import graph_to_dot, render_source
+
+    # every node stays in graph.dot (folded where it repeats) so `cgtool dot graph.dot` reads it back whole
+    source = graph_to_dot(report.graph, max_nodes=max(len(report.graph.nodes), 1)).source
+    dot_path = os.path.join(out_dir, "graph.dot")
+    atomic_write(dot_path, source)
+    written["graph.dot"] = dot_path
+    report.settings["write_dots_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
+    if render_svg and shutil.which("dot"):
+        svg_path = os.path.join(out_dir, "graph.svg")
+        try:
+            atomic_write(svg_path, render_source(source, "svg"))
+            written["graph.svg"] = svg_path
+        except CgtoolError as exc:
+            report.skipped.append(f"graph.svg: {exc.message}")

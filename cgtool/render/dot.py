@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 
-import graphviz
+try:
+    import graphviz
+except ImportError:  # a declared dependency; without it the CLI still starts and says what is missing
+    graphviz = None
 
 from cgtool.errors import EXIT_ENVIRONMENT, EXIT_USAGE, CgtoolError
 from cgtool.graph.cgtool_dot import FORMAT, encode, encode_ids, node_attrs
@@ -50,6 +53,7 @@ def graph_to_dot(graph: Graph, fold: bool = True, max_nodes: int = DEFAULT_MAX_N
     """The graph as a graphviz.Digraph (`.source` is the DOT text). With `fold`, each run found by
     graph.folding.find_repeats is drawn once as a cluster; past `max_nodes` drawn nodes the rest is
     left out and a note says how many (such a file cannot be read back)."""
+    _need_graphviz()
     adj = Adjacency.of(graph)
     repeats = find_repeats(graph, adj) if fold else []
     hidden = {m for r in repeats for m in r.members[r.period :]}
@@ -189,8 +193,15 @@ def _title(graph: Graph, title: str) -> str:
            f' HEIGHT="20"><TR>{cells}</TR></TABLE>')
     return f'<<TABLE BORDER="0"><TR><TD>{title}</TD></TR><TR><TD ALIGN="CENTER"><FONT POINT-SIZE="9">{key}</FONT></TD></TR></TABLE>>'
 
+def _need_graphviz() -> None:
+    if graphviz is None:
+        raise CgtoolError("cgtool needs the `graphviz` Python package for DOT output: pip install graphviz",
+                          EXIT_ENVIRONMENT)
+
+
 def render_source(source: str, fmt: str) -> bytes:
     """DOT text rendered by Graphviz's `dot` program as `fmt` (svg, png, pdf)."""
+    _need_graphviz()
     try:
         return graphviz.pipe("dot", fmt, source.encode(), quiet=True)
     except graphviz.ExecutableNotFound:
