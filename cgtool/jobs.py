@@ -5,11 +5,10 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from cgtool.errors import CgtoolError
-from cgtool.report import (CAPTURE_FAILED, CAPTURED, CPU_ONLY, SCRIPT_ERROR, ErrorRecord, Report)
+from cgtool.report import (CPU_ONLY, SCRIPT_ERROR, ErrorRecord, Report)
 from cgtool.script import Script, ScriptRaised, load_script
 from cgtool.worker import Progress
 

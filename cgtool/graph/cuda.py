@@ -75,7 +75,7 @@ class _Reader:
         return list(zip(res[1][:n], res[2][:n]))
 
     def _node(self, h: Any, node_id: int, graph_id: int) -> GraphNode:
-        drv, rt = self.drv, self.rt
+        drv = self.drv
         err, t = drv.cuGraphNodeGetType(h)
         try:
             type_id = int(t) if int(err) == 0 else -1
