@@ -7,7 +7,7 @@ from typing import Any
 
 from cgtool.harness import CaptureFailed, Captured, capture, instantiate, read_graph, warmup
 from cgtool.replay import check_replay, quick_timings
-from cgtool.report import CAPTURE_FAILED, CAPTURED, Report, Timings
+from cgtool.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report, Timings
 from cgtool.script import Script, ScriptRaised
 from cgtool.worker import Progress
 
@@ -54,18 +54,26 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
 
     progress.phase("read-graph")
     driver_dot = os.path.join(work_dir, "graph.driver.dot") if work_dir else None
-    graph, read_ms, dot_ms = read_graph(captured, driver_dot)
-    report.graph = graph
     report.status = CAPTURED
-    report.settings["read_graph_ms"] = round(read_ms, 2)
-    report.settings["driver_dot_ms"] = round(dot_ms, 2)
-    if driver_dot:
-        report.outputs["graph.driver.dot"] = driver_dot
+    try:
+        graph, read_ms, dot_ms = read_graph(captured, driver_dot)
+    except (ImportError, RuntimeError, OSError) as exc:  # cuda-bindings missing or too old for the driver
+        report.errors.append(ErrorRecord("read-graph", type(exc).__name__, (
+            f"{exc}. Capture worked, but the graph could not be read through cuda-bindings; install the "
+            "cuda-bindings major version that matches your driver (pip install 'cuda-bindings>=12.9,<14').")))
+        graph = None
+    else:
+        report.graph = graph
+        report.settings["read_graph_ms"] = round(read_ms, 2)
+        report.settings["driver_dot_ms"] = round(dot_ms, 2)
+        if driver_dot:
+            report.outputs["graph.driver.dot"] = driver_dot
     inst_ms = instantiate(captured)
-    if settings.get("replay_check", True) and graph.nodes:
+    work = graph is None or bool(graph.nodes)  # an unreadable graph may still replay
+    if settings.get("replay_check", True) and work:
         progress.phase("replay-check")
         report.replay = check_replay(script, captured, device, n_warm + 1)
-    if settings.get("timing", True) and graph.nodes:
+    if settings.get("timing", True) and work:
         progress.phase("timing")
         t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
