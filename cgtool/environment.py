@@ -23,17 +23,16 @@ def environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(terse=True),
         "cuda_bindings": _version("cuda-bindings") or _version("cuda-python"),
+        "torch": None, "torch_cuda": None, "gpu": None, "capability": None, "gpu_memory_gib": None, "driver": None,
     }
     torch = sys.modules.get("torch")
     if torch is None:
         try:
             import torch
         except ImportError:
-            env["torch"] = None
             return env
     env["torch"] = torch.__version__
     env["torch_cuda"] = torch.version.cuda
-    env["gpu"] = None
     if torch.cuda.is_available():
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         env["gpu"] = props.name

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from cgtool.errors import CgtoolError
-from cgtool.report import (CPU_ONLY, SCRIPT_ERROR, ErrorRecord, Report)
+from cgtool.frames import user_frames_of_traceback
+from cgtool.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, SCRIPT_ERROR, ErrorRecord, Report
 from cgtool.script import Script, ScriptRaised, load_script
 from cgtool.worker import Progress
 
@@ -53,13 +54,25 @@ def capture_job(job: dict[str, Any], progress: Progress) -> Report:
     except ScriptRaised as exc:
         report.status = SCRIPT_ERROR
         report.errors.append(script_error(exc))
+    except SystemExit as exc:  # the script called sys.exit(): its choice, reported as the script's error
+        report.status = SCRIPT_ERROR
+        report.errors.append(ErrorRecord(progress.current or "load", "SystemExit",
+                                         f"the script called sys.exit({exc.code!r})",
+                                         user_frames_of_traceback(exc.__traceback__)))
+    except Exception as exc:  # anything else: keep what was learned so far (and the traceback in the output)
+        import traceback
+
+        traceback.print_exc()
+        report.errors.append(ErrorRecord(progress.current or "load", type(exc).__name__, str(exc).strip()[:2000],
+                                         user_frames_of_traceback(exc.__traceback__)))
+        if report.status not in (CAPTURED, CAPTURE_FAILED):
+            report.status = SCRIPT_ERROR
     if not report.environment:
         report.environment = environment()
     return report
 
 
 def script_error(exc: ScriptRaised) -> ErrorRecord:
-    from cgtool.frames import user_frames_of_traceback
     from cgtool.harness import cuda_error_name
 
     text = str(exc.exc)

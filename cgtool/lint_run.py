@@ -38,21 +38,25 @@ def defines_function(path: str, name: str) -> bool:
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in tree.body)
 
 
-def find_scripts(paths: Sequence[str], entry: str) -> list[str]:
-    """Files as given; folders searched recursively for .py files that define the entry function."""
-    found: list[str] = []
-    for path in paths:
+def find_scripts(paths: Sequence[str], entry: str) -> list[tuple[str, str]]:
+    """(script, entry) pairs: files as given (`script.py:fn` names the entry of that file); folders
+    searched recursively for .py files that define the entry function."""
+    from cgtool.script import parse_target
+
+    found: list[tuple[str, str]] = []
+    for target in paths:
+        path, own_entry = parse_target(target, None)
         if not os.path.exists(path):
             raise CgtoolError(f"No such file or folder: {path}", EXIT_USAGE)
         if os.path.isfile(path):
-            found.append(path)
+            found.append((path, own_entry if path != target else entry))
             continue
         for root, dirs, files in os.walk(path):
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
             for f in sorted(files):
                 full = os.path.join(root, f)
                 if f.endswith(".py") and f != "__init__.py" and defines_function(full, entry):
-                    found.append(full)
+                    found.append((full, entry))
     return list(dict.fromkeys(found))
 
 
@@ -63,16 +67,16 @@ def lint_paths(paths: Sequence[str], opts: LintOptions) -> LintResult:
     if not scripts:
         raise CgtoolError(f"No scripts with a `{opts.entry}()` function under {', '.join(paths)}.", EXIT_USAGE)
     with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
-        results = list(pool.map(lambda p: lint_one(p, opts), scripts))
+        results = list(pool.map(lambda pe: lint_one(pe[0], opts, pe[1]), scripts))
     device = "cuda" if any(r.device == "cuda" for r in results) else "cpu"
     return LintResult(scripts=results, version=__version__, device=device)
 
 
-def lint_one(path: str, opts: LintOptions) -> ScriptResult:
+def lint_one(path: str, opts: LintOptions, entry: str | None = None) -> ScriptResult:
     from cgtool.commands.common import report_from_outcome
     from cgtool.worker import run_job
 
-    job = {"kind": "capture", "script": os.path.abspath(path), "entry": opts.entry, "force_cpu": opts.force_cpu,
+    job = {"kind": "capture", "script": os.path.abspath(path), "entry": entry or opts.entry, "force_cpu": opts.force_cpu,
            "settings": {"warmup": opts.warmup, "timing": False, "checks": True, "replay_check": True}}
     outcome = run_job(job, opts.timeout)
     return script_result(path, report_from_outcome(job, outcome), opts)

@@ -23,10 +23,21 @@ def prepare_out_dir(path: str) -> str:
     return path
 
 
+def check_writable_file(path: str, option: str) -> None:
+    """Fail before any work when `path` cannot be written (its folder is missing or read-only)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise CgtoolError(f"Cannot write {option} {path}: the folder {folder} does not exist or is not writable.",
+                          EXIT_ENVIRONMENT)
+
+
 def atomic_write(path: str, data: str | bytes) -> None:
     """Write to a temporary file beside `path`, then rename: readers never see half a file."""
     folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".")
+    except OSError as exc:
+        raise CgtoolError(f"Cannot write {path}: {exc.strerror or exc}", EXIT_ENVIRONMENT) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data.encode() if isinstance(data, str) else data)

@@ -84,7 +84,10 @@ def quick_timings(script: Script, captured: Captured, budget_s: float = 3.0, rou
     inputs = captured.static_inputs
 
     def eager() -> None:
-        script.call_step(captured.state, inputs)
+        try:
+            script.call_step(captured.state, inputs)
+        except Exception as exc:
+            raise ScriptRaised("timing", exc) from None
 
     def replay() -> None:
         captured.graph.replay()

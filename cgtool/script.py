@@ -46,9 +46,9 @@ class Args:
             if bad:
                 raise CgtoolError(f"{what} returned a dict with non-string keys {bad!r}; keys must be argument names.")
             return cls((), dict(value))
-        if isinstance(value, (tuple, list)):
-            return cls(tuple(value), {})
-        return cls((value,), {})  # a single value is one positional argument
+        if isinstance(value, tuple):
+            return cls(value, {})
+        return cls((value,), {})  # a single value (a list too) is one positional argument
 
     def __add__(self, other: Args) -> Args:
         clash = set(self.kwargs) & set(other.kwargs)

@@ -111,7 +111,11 @@ def copy_inputs(static: Any, fresh: Any, prefix: str = "inputs") -> list[str]:
         for i, (s, f) in enumerate(zip(static, fresh)):
             problems += copy_inputs(s, f, f"{prefix}[{i}]")
         return problems
-    if static != fresh:
+    try:
+        same = static is fresh or bool(static == fresh)
+    except Exception:  # arrays, objects without a plain truth value
+        same = False
+    if not same:
         return [f"{prefix}: the value {fresh!r} differs from the captured {static!r}; a Python value is baked into the graph"]
     return []
 

@@ -133,6 +133,7 @@ class Progress:
     def __init__(self, fd: int | None) -> None:
         self._pipe = os.fdopen(fd, "w", buffering=1) if fd is not None else None
         self.started = time.perf_counter()
+        self.current = ""  # the phase under way
 
     def emit(self, **event: Any) -> None:
         if self._pipe is not None:
@@ -142,6 +143,7 @@ class Progress:
                 pass
 
     def phase(self, name: str, detail: str = "") -> None:
+        self.current = name
         self.emit(phase=name, detail=detail, t=round(time.perf_counter() - self.started, 3))
 
 

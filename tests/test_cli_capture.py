@@ -123,3 +123,20 @@ def test_ctrl_c_stops_the_worker_and_keeps_the_report(tmp_path):
     assert "Interrupted (Ctrl-C)" in stdout
     report = json.loads((out / "report.json").read_text())
     assert report["status"] == "worker-failed" and report["errors"][0]["type"] == "interrupted"
+
+
+def test_sys_exit_in_step_is_the_scripts_error(run_cli, tmp_path):
+    r = run_cli("capture", os.path.join(SCRIPTS, "exits.py"), "--out", tmp_path / "o")
+    assert r.returncode == 1, r.stdout + r.stderr
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    err = report["errors"][0]
+    assert err["type"] == "SystemExit" and "stop here" in err["message"] and err["frames"][-1]["line"] == 8
+
+
+def test_lint_named_entry_and_unwritable_output(run_cli, tmp_path):
+    target = os.path.join(SCRIPTS, "named_entry.py") + ":train_step"
+    r = run_cli("lint", target, "--format", "json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert json.loads(r.stdout)["scripts"][0]["entry"] == "train_step"
+    r = run_cli("lint", target, "-o", tmp_path / "missing" / "x.txt")
+    assert r.returncode == 3 and "Cannot write --output" in r.stderr

@@ -84,3 +84,9 @@ def test_user_traceback_cut_to_user_frames():
     assert "setup_raises.py\", line 5, in make_model" in tb
     assert "setup_raises.py\", line 9, in setup" in tb
     assert "site-packages" not in tb and "cgtool/script.py" not in tb
+
+
+def test_a_list_is_one_argument_only_tuples_spread():
+    xs = [1, 2]
+    assert Args.of(xs, "inputs").args == (xs,)
+    assert Args.of((1, 2), "inputs").args == (1, 2)

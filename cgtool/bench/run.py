@@ -50,6 +50,13 @@ def bench_job(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
         errors.append(ErrorRecord("load", "usage" if exc.exit_code == 2 else "environment", exc.message))
     except ScriptRaised as exc:
         errors.append(script_error(exc))
+    except SystemExit as exc:
+        errors.append(ErrorRecord(progress.current or "load", "SystemExit", f"the script called sys.exit({exc.code!r})"))
+    except Exception as exc:  # keep the sizes measured so far; the traceback goes to the output
+        import traceback
+
+        traceback.print_exc()
+        errors.append(ErrorRecord(progress.current or "load", type(exc).__name__, str(exc).strip()[:2000]))
     return BenchReport(tuple(results), dict(settings), tuple(errors), __version__).to_json()
 
 

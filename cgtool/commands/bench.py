@@ -66,6 +66,11 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
         raise CgtoolError("--fail-if-slower needs --compare BASELINE.json", EXIT_USAGE)
     if plot_path and not plot_path.lower().endswith((".svg", ".png")):
         raise CgtoolError(f"--plot takes a .svg or .png file, not {plot_path}", EXIT_USAGE)
+    from cgtool.outputs import check_writable_file
+
+    for path, option in ((out_file, "--out"), (plot_path, "--plot")):
+        if path:
+            check_writable_file(path, option)
     base_report = None
     if baseline:
         from cgtool.bench.result import read_bench_report
@@ -75,7 +80,9 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
         "budget_s": budget_s, "target": ci_pct / 100.0, "iters": iters, "l2_flush": l2_flush, "sizes": sizes,
         "pin": not no_pin})
     per_size = budget_s if iters is None else 60.0
-    total_timeout = max(timeout, 60.0 + (len(sizes or [None]) * (per_size + 30.0)))
+    total_timeout = timeout
+    if click.get_current_context().get_parameter_source("timeout") == click.core.ParameterSource.DEFAULT:
+        total_timeout = max(timeout, 60.0 + len(sizes or [None]) * (per_size + 30.0))  # room for every size
     report, outcome = _run(job, total_timeout, show=not (as_json or quiet))
     finish(report, outcome, base_report, fail_if_slower, plot_path, out_file, as_json, quiet)
 
@@ -128,6 +135,10 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
 
         comparison = compare(report, base_report, pct=fail_if_slower or 0.0)
     data = json.dumps(report.to_json(), indent=1) + "\n"
+    if as_json:
+        sys.stdout.write(data)
+    else:
+        render_bench(report, console(), comparison, quiet=quiet)  # shown first: a file problem loses nothing
     if out_file:
         from cgtool.outputs import atomic_write
 
@@ -136,10 +147,6 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
         from cgtool.bench.plot import plot_sweep
 
         plot_sweep(report, plot_path)
-    if as_json:
-        sys.stdout.write(data)
-    else:
-        render_bench(report, console(), comparison, quiet=quiet)
     if outcome.failure == "interrupted":
         sys.exit(130)
     if outcome.failure is not None:

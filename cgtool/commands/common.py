@@ -36,8 +36,10 @@ def make_job(kind: str, target: str, entry: str | None, warmup: int, force_cpu: 
         with open(path, "rb") as fh:
             compile(fh.read(), path, "exec")
     except SyntaxError as exc:
-        raise CgtoolError(f"Syntax error in {exc.filename}:{exc.lineno}: {exc.msg}\n    {(exc.text or '').strip()}",
-                          EXIT_USAGE) from None
+        raise CgtoolError(f"Syntax error in {exc.filename or path}:{exc.lineno or '?'}: {exc.msg}\n    "
+                          f"{(exc.text or '').strip()}", EXIT_USAGE) from None
+    except (OSError, ValueError) as exc:  # unreadable, or not Python source (e.g. NUL bytes)
+        raise CgtoolError(f"Cannot read {path} as a Python script: {exc}", EXIT_USAGE) from None
     return {"kind": kind, "script": os.path.abspath(path), "entry": entry, "force_cpu": force_cpu,
             "settings": {"warmup": warmup, **(settings or {})}}
 

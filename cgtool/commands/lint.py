@@ -25,7 +25,8 @@ FORMATS = ("text", "json", "sarif", "github", "junit")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the output to a file.")
 def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignore: tuple[str, ...], entry: str,
          warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int, output: str | None) -> None:
-    """Check scripts (files, or folders searched for scripts with a step()) for what breaks capture.
+    """Check scripts (files, `script.py:fn`, or folders searched for scripts with a step()) for what
+    breaks capture.
 
     \b
     On a CUDA machine: traced warmup, a real capture and replay-versus-eager per script.
@@ -42,10 +43,21 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     from cgtool.lint_filter import normalize_patterns
     from cgtool.lint_run import LintOptions, lint_paths
 
-    config = load_config(paths[0] if os.path.isdir(paths[0]) else os.path.dirname(os.path.abspath(paths[0])))
+    if output:
+        from cgtool.outputs import check_writable_file
+
+        check_writable_file(output, "--output")
+    first = paths[0].rsplit(":", 1)[0] if not os.path.exists(paths[0]) else paths[0]
+    # one configuration per run: the nearest [tool.cgtool] above the first path
+    config = load_config(first if os.path.isdir(first) else os.path.dirname(os.path.abspath(first)))
     sel = normalize_patterns(_split(select), "--select") if select else config.select
     ign = normalize_patterns(_split(ignore), "--ignore") if ignore else config.ignore
-    opts = LintOptions(entry=entry, warmup=warmup or config.warmup or 3, timeout=timeout or config.timeout or 300.0,
+    warm = warmup if warmup is not None else config.warmup if config.warmup is not None else 3
+    if warm < 2:
+        from cgtool.errors import CgtoolError
+
+        raise CgtoolError(f"warmup = {warm} in {config.path}: lint needs at least 2 warmup iterations to compare.")
+    opts = LintOptions(entry=entry, warmup=warm, timeout=timeout or config.timeout or 300.0,
                        select=sel, ignore=ign, force_cpu=force_cpu, jobs=jobs)
     result = lint_paths(paths, opts)
     text = render(result, fmt or config.format or "text", to_tty=output is None and sys.stdout.isatty())
