@@ -105,21 +105,25 @@ def parse_target(target: str, entry: str | None = None) -> tuple[str, str]:
     return path, entry or name or "step"
 
 
-def load_script(path: str, entry: str = "step") -> Script:
-    """Import the script as a fresh module and resolve its contract functions."""
+def compile_script(path: str) -> Any:
+    """The script's code object; a missing, unreadable or invalid file is a CgtoolError (exit 2)."""
     if not os.path.exists(path):
         raise CgtoolError(f"No such file: {path}")
     if os.path.isdir(path):
         raise CgtoolError(f"{path} is a folder; give a Python script (cgtool lint accepts folders).")
     try:
         with open(path, "rb") as fh:
-            source = fh.read()
-        code = compile(source, path, "exec")
+            return compile(fh.read(), path, "exec")
     except SyntaxError as exc:
-        raise CgtoolError(f"Syntax error in {exc.filename}:{exc.lineno}: {exc.msg}\n    {(exc.text or '').strip()}") from None
-    except (OSError, ValueError) as exc:
-        raise CgtoolError(f"Cannot read {path}: {exc}") from None
+        raise CgtoolError(f"Syntax error in {exc.filename or path}:{exc.lineno or '?'}: {exc.msg}\n    "
+                          f"{(exc.text or '').strip()}") from None
+    except (OSError, ValueError) as exc:  # unreadable, or not Python source (e.g. NUL bytes)
+        raise CgtoolError(f"Cannot read {path} as a Python script: {exc}") from None
 
+
+def load_script(path: str, entry: str = "step") -> Script:
+    """Import the script as a fresh module and resolve its contract functions."""
+    code = compile_script(path)
     path = os.path.abspath(path)
     name = "cgtool_user_" + "".join(c if c.isalnum() else "_" for c in os.path.splitext(os.path.basename(path))[0])
     spec = importlib.util.spec_from_loader(name, loader=None, origin=path)

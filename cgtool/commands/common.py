@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 import click
 
-from cgtool.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WORKER, CgtoolError
+from cgtool.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WORKER
 from cgtool.report import CAPTURED, CPU_ONLY, WORKER_FAILED, ErrorRecord, Report
 from cgtool.worker import WorkerOutcome, run_job
 
@@ -25,21 +25,10 @@ def script_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def make_job(kind: str, target: str, entry: str | None, warmup: int, force_cpu: bool = False,
              settings: dict[str, Any] | None = None) -> dict[str, Any]:
     """Check the script exists and compiles (cheaply, in this process), then describe the job."""
-    from cgtool.script import parse_target
+    from cgtool.script import compile_script, parse_target
 
     path, entry = parse_target(target, entry)
-    if not os.path.exists(path):
-        raise CgtoolError(f"No such file: {path}", EXIT_USAGE)
-    if os.path.isdir(path):
-        raise CgtoolError(f"{path} is a folder; give a Python script (cgtool lint accepts folders).", EXIT_USAGE)
-    try:
-        with open(path, "rb") as fh:
-            compile(fh.read(), path, "exec")
-    except SyntaxError as exc:
-        raise CgtoolError(f"Syntax error in {exc.filename or path}:{exc.lineno or '?'}: {exc.msg}\n    "
-                          f"{(exc.text or '').strip()}", EXIT_USAGE) from None
-    except (OSError, ValueError) as exc:  # unreadable, or not Python source (e.g. NUL bytes)
-        raise CgtoolError(f"Cannot read {path} as a Python script: {exc}", EXIT_USAGE) from None
+    compile_script(path)  # fail here, before a worker starts, on a missing or invalid script
     return {"kind": kind, "script": os.path.abspath(path), "entry": entry, "force_cpu": force_cpu,
             "settings": {"warmup": warmup, **(settings or {})}}
 
