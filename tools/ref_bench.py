@@ -66,32 +66,38 @@ def reference(path: str) -> dict:
 
 def same_process(path: str, turns: int = 15) -> dict:
     """cgtool's measurement (bench.run.measure, as its worker runs it) and an independent event loop
-    (own code, below) taking turns on the same captured step in one process, so drift and the state of
-    the process hit both alike. Returns the median speedup of each over the turns."""
+    (own code, above) taking turns on the same captured step in one process, so drift and the state of
+    the process hit both alike. Per turn: cgtool's headline speedup (blocks on a slowed CPU left out),
+    cgtool's speedup over every block, the loop's, and the share of cgtool's blocks the CPU probe found slowed."""
     import sys
 
     import torch
 
     sys.path.insert(0, __file__.rsplit("/tools/", 1)[0])
-    from cgtool.bench.run import measure, pin_main_thread, prepare
+    from cgtool.bench.result import BenchResult
+    from cgtool.bench.run import measure, prepare
     from cgtool.script import load_script
     from cgtool.worker import Progress
 
     script = load_script(path)
-    settings = {"warmup": 3, "budget_s": 0.4, "target": 0.01}  # short turns: both see the same conditions
+    settings = {"warmup": 3, "budget_s": 0.4, "min_time_s": 0.0, "target": 0.01}  # short turns: same conditions
     torch.cuda.init()
-    pin_main_thread()  # as cgtool bench does
     prep = prepare(script, None, settings, Progress(None))
     eager_fn, replay_fn = prep.fns["eager"], prep.fns["replay"]
 
-    ours, ref = [], []
+    rows = []
     with torch.cuda.stream(prep.stream):
         for _ in range(turns):
             rounds = measure(prep, settings, Progress(None))
-            eg, rp = (statistics.median(rounds.samples[m]["gpu"]) for m in ("eager", "replay"))
-            ours.append(eg / rp)
+            r = BenchResult.from_rounds(rounds, script=path, entry="step")
+            every = statistics.median(rounds.samples["eager"]["gpu"]) / statistics.median(rounds.samples["replay"]["gpu"])
             e = [loop_us(eager_fn, 20) for _ in range(5)]
-            r = [loop_us(replay_fn, 100) for _ in range(5)]
-            ref.append(statistics.median(e) / statistics.median(r))
-    return {"cgtool_gpu": statistics.median(ours), "reference": statistics.median(ref),
-            "runs": {"cgtool": [round(x, 3) for x in ours], "reference": [round(x, 3) for x in ref]}}
+            rp = [loop_us(replay_fn, 100) for _ in range(5)]
+            slowed = r.cpu_load.slowed_fraction if r.cpu_load else 0.0
+            rows.append({"headline": r.speedup_gpu.point, "every_block": every,
+                         "loop": statistics.median(e) / statistics.median(rp), "slowed": slowed})
+    quiet = [t for t in rows if t["slowed"] == 0]
+    med = lambda key, ts: statistics.median(t[key] for t in ts) if ts else float("nan")  # noqa: E731
+    return {"every_block": med("every_block", rows), "loop": med("loop", rows),
+            "quiet_turns": len(quiet), "quiet_headline": med("headline", quiet), "quiet_loop": med("loop", quiet),
+            "turns": [{k: round(v, 3) for k, v in t.items()} for t in rows]}

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cgtool.bench.cpu_load import quiet, quiet_limit
 from cgtool.bench.stats import Stats, median_rel_ci
 
 CONVERGED = "converged"  # every mode's (and clock's) median CI within ±target
@@ -33,6 +34,7 @@ class Block:
 
     samples: Mapping[str, Sequence[float]]
     iterations: int | None = None
+    probe_us: float | None = None  # the CPU-speed probe just before the block (cgtool.bench.cpu_load), if taken
 
 
 # What measure_round returns: a Block, {clock: samples} (e.g. {"gpu": [...], "wall": [...]}), or one clock's list.
@@ -81,9 +83,21 @@ class AdaptiveResult:
     target_rel_ci: float | None
     confidence: float
     order: list[str] = field(default_factory=list)  # the mode of each block in measuring order (ABBA...)
+    probes: dict[str, dict[str, list[float | None]]] = field(default_factory=dict)  # mode -> clock -> probe per sample
 
-    def stats(self, mode: str, clock: str) -> Stats:
-        return Stats.of(self.samples[mode][clock], self.confidence)
+    @property
+    def limit(self) -> float | None:
+        """Probes above this ran on a slowed CPU (cgtool.bench.cpu_load); None without probes."""
+        return quiet_limit(p for clocks in self.probes.values() for ps in clocks.values() for p in ps)
+
+    def quiet_samples(self, mode: str, clock: str) -> list[float]:
+        """The samples of blocks run on a CPU at full speed (all of them without probes)."""
+        xs = self.samples[mode][clock]
+        return quiet(xs, self.probes.get(mode, {}).get(clock, [None] * len(xs)), self.limit)
+
+    def stats(self, mode: str, clock: str, only_quiet: bool = False) -> Stats:
+        xs = self.quiet_samples(mode, clock) if only_quiet else self.samples[mode][clock]
+        return Stats.of(xs, self.confidence)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -91,30 +105,13 @@ class AdaptiveResult:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> AdaptiveResult:
         samples = {m: {c: [float(x) for x in xs] for c, xs in clocks.items()} for m, clocks in d["samples"].items()}
-        return cls(**{**d, "samples": samples, "iterations": {m: int(n) for m, n in d["iterations"].items()}})
+        return cls(**{**d, "samples": samples, "iterations": {m: int(n) for m, n in d["iterations"].items()},
+                      "probes": d.get("probes", {})})
 
 
 def round_order(round_index: int, modes: Sequence[str]) -> list[str]:
     """Modes in the order round `round_index` measures them: forward on even rounds, reversed on odd (AB BA AB ...)."""
     return list(modes) if round_index % 2 == 0 else list(reversed(modes))
-
-
-class _SortedSeries:
-    """Samples of one mode and clock, sorted lazily: Timsort merges the sorted prefix and a new block in ~O(n)."""
-
-    def __init__(self) -> None:
-        self.sorted: list[float] = []
-        self.pending: list[float] = []
-
-    def __len__(self) -> int:
-        return len(self.sorted) + len(self.pending)
-
-    def rel_ci(self, confidence: float) -> float:
-        if self.pending:
-            self.sorted.extend(self.pending)
-            self.sorted.sort()
-            self.pending = []
-        return median_rel_ci(self.sorted, confidence) if self.sorted else math.inf
 
 
 def _as_block(result: RoundSamples) -> Block:
@@ -129,6 +126,7 @@ def run_rounds(
     target_rel_ci: float | None = 0.01,
     budget_s: float = 10.0,
     min_rounds: int = 4,
+    min_time_s: float = 0.0,
     max_iterations: int = 1_000_000,
     confidence: float = 0.95,
     clock: Callable[[], float] = time.perf_counter,
@@ -137,8 +135,9 @@ def run_rounds(
     """Measure `modes` alternately, one block each per round, until a stopping condition holds after a round.
 
     measure_round(mode) times one block in that mode and returns its per-iteration samples (a Block,
-    {clock: [...]}, or a plain list). Stops with CONVERGED once min_rounds are done and every mode's and
-    clock's median CI is within ±target_rel_ci (None: never; use it with max_iterations for --iters);
+    {clock: [...]}, or a plain list). Stops with CONVERGED once min_rounds are done, min_time_s has passed
+    and every mode's and clock's median CI is within ±target_rel_ci (None: never; use it with max_iterations
+    for --iters), counting only blocks whose CPU probe (Block.probe_us) shows the CPU at full speed;
     else ITERATIONS once a mode has max_iterations; else BUDGET once budget_s has elapsed or the next
     round, guessed as long as the last, would overrun it. At least one round always runs. Rounds reverse
     the order each time (AB BA AB BA) so drift, clocks and warm caches favour neither mode.
@@ -146,8 +145,8 @@ def run_rounds(
     if not modes:
         raise ValueError("run_rounds needs at least one mode")
     samples: dict[str, dict[str, list[float]]] = {m: {} for m in modes}
+    probes: dict[str, dict[str, list[float | None]]] = {m: {} for m in modes}
     iterations = {m: 0 for m in modes}
-    series: dict[tuple[str, str], _SortedSeries] = {}
     order: list[str] = []
     start = clock()
     rounds, checked_at, worst = 0, 0, math.inf
@@ -158,20 +157,21 @@ def run_rounds(
             for name, xs in block.samples.items():
                 new = [float(x) for x in xs]
                 samples[mode].setdefault(name, []).extend(new)
-                series.setdefault((mode, name), _SortedSeries()).pending.extend(new)
+                probes[mode].setdefault(name, []).extend([block.probe_us] * len(new))
             longest = max((len(xs) for xs in block.samples.values()), default=0)
             iterations[mode] += longest if block.iterations is None else block.iterations
             order.append(mode)
         rounds += 1
-        total = sum(len(s) for s in series.values())
+        result = AdaptiveResult(samples, iterations, rounds, 0.0, "", target_rel_ci, confidence, order, probes)
+        total = sum(len(xs) for clocks in samples.values() for xs in clocks.values())
         if total >= checked_at * (1 + _RECHECK_GROWTH):
-            worst = _worst_rel_ci(modes, samples, series, confidence)
+            worst = _worst_rel_ci(result)
             checked_at = total
         now = clock()
         elapsed, last_round = now - start, now - round_start
         if on_progress is not None:
             on_progress(Progress(rounds, elapsed, budget_s, min(iterations.values()), max_iterations, worst, target_rel_ci))
-        if target_rel_ci is not None and rounds >= min_rounds and worst <= target_rel_ci:
+        if target_rel_ci is not None and rounds >= min_rounds and elapsed >= min_time_s and worst <= target_rel_ci:
             stopped_by: str | None = CONVERGED
         elif max(iterations.values()) >= max_iterations:
             stopped_by = ITERATIONS
@@ -180,13 +180,17 @@ def run_rounds(
         else:
             stopped_by = None
         if stopped_by is not None:
-            return AdaptiveResult(samples, iterations, rounds, elapsed, stopped_by, target_rel_ci, confidence, order)
+            return AdaptiveResult(samples, iterations, rounds, elapsed, stopped_by, target_rel_ci, confidence, order, probes)
 
 
-def _worst_rel_ci(
-    modes: Sequence[str], samples: dict[str, dict[str, list[float]]], series: dict[tuple[str, str], _SortedSeries], confidence: float
-) -> float:
-    """The widest relative median CI over modes and clocks; inf while a mode has no samples or too few for a CI."""
-    if any(not samples[m] for m in modes):
+def _worst_rel_ci(result: AdaptiveResult) -> float:
+    """The widest relative median CI over modes and clocks of the full-speed blocks; inf while a mode has
+    no samples, or too few for a CI."""
+    if any(not clocks for clocks in result.samples.values()):
         return math.inf
-    return max(s.rel_ci(confidence) for s in series.values())
+    worst = 0.0
+    for mode, clocks in result.samples.items():
+        for name in clocks:
+            xs = sorted(result.quiet_samples(mode, name))
+            worst = max(worst, median_rel_ci(xs, result.confidence) if xs else math.inf)
+    return worst

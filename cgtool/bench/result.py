@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from cgtool.bench.adaptive import AdaptiveResult
-from cgtool.bench.stats import Stats, difference_ci, speedup_ci
+from cgtool.bench.cpu_load import CpuLoad
+from cgtool.bench.stats import Stats, difference_ci, median_ci_ranks, quantile, speedup_ci
 from cgtool.errors import EXIT_USAGE, CgtoolError
 from cgtool.report import ErrorRecord
 
@@ -92,6 +93,7 @@ class BenchResult:
     instantiate_ms: float | None = None
     pool_bytes: int | None = None  # memory held by the graph's private memory pool
     environment: dict[str, Any] = field(default_factory=dict)
+    cpu_load: CpuLoad | None = None  # what the CPU-speed probes saw; None when none were taken
 
     @property
     def modes(self) -> tuple[ModeResult, ModeResult]:
@@ -144,12 +146,20 @@ class BenchResult:
         resamples: int = 2000,
         seed: int = 0,
     ) -> BenchResult:
-        """Summarize run_rounds' samples, which must hold modes eager and replay, each with clocks gpu and wall."""
+        """Summarize run_rounds' samples, which must hold modes eager and replay, each with clocks gpu and wall.
+
+        The numbers count the blocks run on a CPU at full speed (cgtool.bench.cpu_load), unless some series has
+        too few of them for a median CI; then every block counts, and cpu_load.used_all says so.
+        """
         for mode in MODES:
             missing = [c for c in CLOCKS if not rounds.samples.get(mode, {}).get(c)]
             if missing:
                 raise ValueError(f"no {'/'.join(missing)} samples for mode {mode!r}")
-        s, conf = rounds.samples, rounds.confidence
+        conf = rounds.confidence
+        s = {m: {c: rounds.quiet_samples(m, c) for c in CLOCKS} for m in MODES}
+        used_all = any(not _ci_possible(len(xs), conf) for clocks in s.values() for xs in clocks.values())
+        if used_all:
+            s = {m: {c: list(rounds.samples[m][c]) for c in CLOCKS} for m in MODES}
 
         def boot(fn: Callable[..., tuple[float, float, float]], clock: str) -> Estimate:
             point, low, high = fn(s["eager"][clock], s["replay"][clock], conf, resamples, seed)
@@ -159,8 +169,8 @@ class BenchResult:
             script=script,
             entry=entry,
             size=size,
-            eager=cls._mode(rounds, "eager"),
-            replay=cls._mode(rounds, "replay"),
+            eager=cls._mode(s, rounds, "eager"),
+            replay=cls._mode(s, rounds, "replay"),
             speedup_gpu=boot(speedup_ci, "gpu"),
             speedup_wall=boot(speedup_ci, "wall"),
             overhead_saved_us=boot(difference_ci, "wall"),
@@ -173,11 +183,14 @@ class BenchResult:
             instantiate_ms=instantiate_ms,
             pool_bytes=pool_bytes,
             environment=dict(environment or {}),
+            cpu_load=_cpu_load(rounds, used_all),
         )
 
     @staticmethod
-    def _mode(rounds: AdaptiveResult, mode: str) -> ModeResult:
-        return ModeResult(mode, rounds.stats(mode, "gpu"), rounds.stats(mode, "wall"), rounds.iterations[mode])
+    def _mode(s: dict[str, dict[str, list[float]]], rounds: AdaptiveResult, mode: str) -> ModeResult:
+        share = len(s[mode]["wall"]) / max(1, len(rounds.samples[mode]["wall"]))  # iterations of the counted blocks
+        return ModeResult(mode, Stats.of(s[mode]["gpu"], rounds.confidence), Stats.of(s[mode]["wall"], rounds.confidence),
+                          round(rounds.iterations[mode] * share))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -198,6 +211,7 @@ class BenchResult:
             "instantiate_ms": self.instantiate_ms,
             "pool_bytes": self.pool_bytes,
             "environment": self.environment,
+            "cpu_load": self.cpu_load.to_json() if self.cpu_load else None,
             # Derived, for readers of the JSON; from_json recomputes them.
             "iterations": self.iterations,
             "floor_us": self.floor_us,
@@ -225,7 +239,25 @@ class BenchResult:
             instantiate_ms=d.get("instantiate_ms"),
             pool_bytes=None if d.get("pool_bytes") is None else int(d["pool_bytes"]),
             environment=dict(d.get("environment", {})),
+            cpu_load=CpuLoad.from_json(d["cpu_load"]) if d.get("cpu_load") else None,
         )
+
+
+def _ci_possible(n: int, confidence: float) -> bool:
+    return n > 0 and median_ci_ranks(n, confidence)[2] + 1e-12 >= confidence
+
+
+def _cpu_load(rounds: AdaptiveResult, used_all: bool) -> CpuLoad | None:
+    """Summarize the probes: how many blocks ran on a slowed CPU, and the numbers with every block counted."""
+    probes = [p for m in MODES for p in rounds.probes.get(m, {}).get("wall", []) if p is not None]
+    limit = rounds.limit
+    if not probes or limit is None:
+        return None
+    eager, replay = (quantile(sorted(rounds.samples[m]["wall"]), 0.5) for m in MODES)
+    floor = min(probes)
+    return CpuLoad(probe_floor_us=floor, limit_us=limit, blocks=len(probes), slowed=sum(p > limit for p in probes),
+                   max_slowdown=max(probes) / floor if floor > 0 else 1.0, used_all=used_all, all_eager_us=eager,
+                   all_replay_us=replay, all_speedup=eager / replay if replay else math.inf)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,11 @@ if TYPE_CHECKING:
     from cgtool.bench.adaptive import AdaptiveResult
 
 
+# Measure at least this long before calling a run converged: the host's slow spells last seconds, and a run
+# that converges within one of them (0.25 s on the MLP sample) would have no full-speed block to compare with.
+MIN_TIME_S = 2.0
+
+
 def bench_job(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
     from cgtool import __version__
     from cgtool.bench.result import BenchReport
@@ -33,7 +38,7 @@ def bench_job(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
             raise CgtoolError("cgtool bench needs a CUDA device; none is visible to torch here. "
                               "`cgtool capture` and `cgtool lint` still analyse the script on CPU.", 3)
         torch.cuda.init()
-        settings["pinned_cpu"] = pin_main_thread() if settings.get("pin", True) else None
+        settings["pinned_cpu"] = pin_main_thread() if settings.get("pin", False) else None
         sizes = settings.get("sizes") or [None]
         if sizes != [None] and not script.accepts_size():
             raise CgtoolError(f"--sizes needs setup(device, size) or inputs(i, device, size) in {job['script']}; "
@@ -108,10 +113,12 @@ def prepare(script: Any, size: int | None, settings: dict[str, Any], progress: P
 
 
 def measure(prep: Prepared, settings: dict[str, Any], progress: Progress, size: int | None = None) -> AdaptiveResult:
-    """Alternating rounds until the CI target, the budget or --iters; GC paused, as timeit does."""
+    """Alternating rounds until the CI target (after at least min_time_s), the budget or --iters; GC paused,
+    as timeit does; a CPU-speed probe before each block (cgtool.bench.cpu_load)."""
     import torch
 
     from cgtool.bench.adaptive import Block, run_rounds
+    from cgtool.bench.cpu_load import cpu_probe
     from cgtool.bench.timing import calibrate, time_block
 
     fns, stream = prep.fns, prep.stream
@@ -125,8 +132,9 @@ def measure(prep: Prepared, settings: dict[str, Any], progress: Progress, size: 
             iters = {m: (1 if flush else calibrate(fn, target_ms=block_ms)) for m, fn in fns.items()}
 
             def measure_round(mode: str) -> Block:
+                probe = cpu_probe()  # how fast the CPU runs right now, just before the block
                 gpu, wall = time_block(fns[mode], iters[mode], stream, flush)
-                return Block({"gpu": [gpu], "wall": [wall]}, iterations=iters[mode])
+                return Block({"gpu": [gpu], "wall": [wall]}, iterations=iters[mode], probe_us=probe)
 
             def on_progress(p: Any) -> None:
                 progress.emit(progress=p.to_json(), size=size)
@@ -137,6 +145,7 @@ def measure(prep: Prepared, settings: dict[str, Any], progress: Progress, size: 
                 measure_round,
                 target_rel_ci=None if fixed else float(settings.get("target", 0.01)),
                 budget_s=math.inf if fixed else float(settings.get("budget_s", 10.0)),
+                min_time_s=float(settings.get("min_time_s", MIN_TIME_S)),
                 max_iterations=int(fixed) if fixed else 1_000_000,
                 on_progress=on_progress,
             )
@@ -158,8 +167,9 @@ def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress:
 
 
 def pin_main_thread() -> int | None:
-    """Pin the launching (main) thread to one CPU, as pyperf does: a launch-bound eager step's speed
-    otherwise moves with scheduler migrations. The driver's own threads, started before, stay free."""
+    """Pin the launching (main) thread to one CPU (`--pin`, as pyperf does on isolated CPUs). Off by default:
+    on the H100 VM a pinned thread was slowed as often as a free one, or more (tools/bench_noise_probe.py).
+    The driver's own threads, started before, stay free."""
     import os
 
     try:

@@ -213,3 +213,23 @@ def render_bench(report: BenchReport, out: Console, comparison: Comparison | Non
         for line in comparison_lines(comparison):
             out.print(line, soft_wrap=True)
     out.print(f"[bold]{escape(sweep_verdict(report))}[/]", soft_wrap=True)
+    for result in report.results:
+        line = load_line(result, sweep=len(report.results) > 1)
+        if line:
+            out.print(f"[yellow]cpu:[/] {escape(line)}", soft_wrap=True)
+
+
+def load_line(result: BenchResult, sweep: bool = False) -> str | None:
+    """What other load on the CPU did to the measurement (cgtool.bench.cpu_load); None when it did nothing."""
+    load = result.cpu_load
+    if load is None or load.slowed == 0:
+        return None
+    size = f"size {result.size}: " if sweep and result.size is not None else ""
+    seen = (f"{size}the CPU ran slowed by other load during {fmt_pct(load.slowed_fraction)} of the timed blocks "
+            f"(a pure-Python probe up to {fmt_x(load.max_slowdown)} slower)")
+    counted = (f"eager {fmt_us(load.all_eager_us)} → replay {fmt_us(load.all_replay_us)}, "
+               f"{fmt_x(load.all_speedup)}")
+    if load.used_all:
+        return (f"{seen}; too few blocks ran at full speed, so all are counted ({counted}): "
+                "the speedup will differ on a quieter machine")
+    return f"{seen}; those blocks are left out (counting them: {counted})"

@@ -1,0 +1,69 @@
+"""How fast the CPU ran while bench measured, and which timed blocks count. Pure Python; no torch.
+
+On shared machines (cloud VMs) the host can slow this CPU down for seconds at a time; on the H100 VM we
+develop on, a pure-Python loop ran 2x slower for 0.5 to 3 s at a stretch, with no steal time shown in the
+guest. A launch-bound eager step slows with the CPU while replay does not, so a plain median speedup moved
+from 2.8x to 4.1x between consecutive runs. So before each timed block bench runs a fixed pure-Python loop
+(the probe). A block whose probe took more than QUIET_FACTOR times the run's fastest probe ran on a slowed
+CPU: it is left out of the headline numbers, and reported beside them as the "as measured" numbers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# A probe this much slower than the run's fastest one marks its block as run on a slowed CPU. Probes of a CPU
+# at full speed spread about ±10% (timer interrupts, turbo); slowed ones were 1.3-2.2x on the H100 VM.
+QUIET_FACTOR = 1.25
+PROBE_LOOPS = 4000  # about 150 µs at full speed on a 2.1 GHz Xeon VM; the timed blocks are ~5 ms
+
+
+def cpu_probe(loops: int = PROBE_LOOPS) -> float:
+    """Microseconds a fixed pure-Python loop takes: how fast this CPU runs Python right now."""
+    t0 = time.perf_counter()
+    x = 0
+    for i in range(loops):
+        x ^= i
+    return (time.perf_counter() - t0) * 1e6
+
+
+def quiet_limit(probes: Iterable[float | None]) -> float | None:
+    """The slowest probe that still counts as a CPU at full speed; None when no probe was taken."""
+    taken = [p for p in probes if p is not None]
+    return min(taken) * QUIET_FACTOR if taken else None
+
+
+def quiet(samples: Sequence[float], probes: Sequence[float | None], limit: float | None) -> list[float]:
+    """The samples whose block ran on a CPU at full speed (all of them when there is no limit or probe)."""
+    if limit is None:
+        return list(samples)
+    return [x for x, p in zip(samples, probes) if p is None or p <= limit]
+
+
+@dataclass(frozen=True)
+class CpuLoad:
+    """What the probes saw over one measurement, and what the numbers were with every block counted."""
+
+    probe_floor_us: float  # the run's fastest probe: the CPU at full speed
+    limit_us: float  # probes above this marked their block as slowed (QUIET_FACTOR x the floor)
+    blocks: int  # timed blocks with a probe
+    slowed: int  # of those, blocks run on a slowed CPU
+    max_slowdown: float  # the slowest probe over the fastest
+    used_all: bool  # too few full-speed blocks for a CI: the headline numbers count every block
+    all_eager_us: float  # median eager wall time over every block
+    all_replay_us: float  # median replay wall time over every block
+    all_speedup: float  # all_eager_us / all_replay_us: the speedup as measured on the loaded CPU
+
+    @property
+    def slowed_fraction(self) -> float:
+        return self.slowed / self.blocks if self.blocks else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "slowed_fraction": self.slowed_fraction}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CpuLoad:
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
