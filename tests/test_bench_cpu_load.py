@@ -122,3 +122,71 @@ def test_cpu_load_json_round_trip_and_console() -> None:
     text = con.export_text()
     assert "slowed by other load during" in text and "those blocks are left out" in text
     assert isinstance(CpuLoad.from_json(r.cpu_load.to_json()), CpuLoad)
+
+
+def _fake_cpus(speed: dict[int, float]):
+    """A probe that reads which CPU the thread is pinned to (a real sched_setaffinity) and returns its speed."""
+    import os
+
+    def probe() -> float:
+        cpus = os.sched_getaffinity(0)
+        return speed[next(iter(cpus))] if len(cpus) == 1 else max(speed.values())
+
+    return probe
+
+
+def test_seeker_moves_the_thread_to_the_fastest_cpu_and_back_at_stop() -> None:
+    import os
+
+    import pytest
+
+    from cgtool.bench.cpu_load import CpuSeeker
+
+    allowed = sorted(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("needs two CPUs to move between")
+    fast, slow = allowed[0], allowed[1]
+    speed = {c: 300.0 for c in allowed}
+    speed[fast] = 100.0
+    seeker = CpuSeeker(probe=_fake_cpus(speed))
+    try:
+        seeker.start()
+        assert os.sched_getaffinity(0) == {fast} and seeker.floor == 100.0
+        assert seeker.before_block() == 100.0 and seeker.moves == 0
+        speed[fast], speed[slow] = 220.0, 105.0  # the host slows this CPU; another one is free now
+        assert seeker.before_block() == 105.0  # probed, found slowed, moved, probed again
+        assert os.sched_getaffinity(0) == {slow} and seeker.moves == 1
+        speed[slow] = 250.0
+        for c in allowed:
+            speed[c] = 250.0  # every CPU slowed: one scan, then no rescans for RESCAN_S
+        assert seeker.before_block() == 250.0
+        stays = seeker.cpu
+        assert seeker.before_block() == 250.0 and seeker.cpu == stays
+    finally:
+        seeker.stop()
+    assert sorted(os.sched_getaffinity(0)) == allowed
+
+
+def test_seeker_without_moving_only_probes() -> None:
+    import os
+
+    from cgtool.bench.cpu_load import CpuSeeker
+
+    before = os.sched_getaffinity(0)
+    seeker = CpuSeeker(move=False, probe=lambda: 123.0)
+    seeker.start()
+    assert seeker.before_block() == 123.0 and seeker.cpu is None and seeker.moves == 0
+    seeker.stop()
+    assert os.sched_getaffinity(0) == before
+
+
+def test_load_line_names_moves() -> None:
+    import dataclasses
+
+    r = bench(0.0, seed=9)
+    moved = dataclasses.replace(r, cpu_load=dataclasses.replace(r.cpu_load, moves=3))
+    assert load_line(moved) == "other load slowed a CPU; moved the launching thread to a faster CPU 3 times; every timed block ran at full speed"
+    both = dataclasses.replace(bench(0.6, seed=1), size=8)
+    both = dataclasses.replace(both, cpu_load=dataclasses.replace(both.cpu_load, moves=1))
+    line = load_line(both, sweep=True)
+    assert line.startswith("size 8: the CPU ran slowed") and "faster CPU 1 time;" in line

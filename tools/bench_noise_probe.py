@@ -210,7 +210,40 @@ def dump(path: str) -> None:
           f"eager {r.eager.wall.median:.1f} (all {load.all_eager_us:.1f}) {r.stopped_by} {r.elapsed_s:.1f}s")
 
 
+def _probe_cpu(args: tuple[int, float]) -> list[tuple[float, float]]:
+    from cgtool.bench.cpu_load import cpu_probe
+
+    cpu, until = args
+    os.sched_setaffinity(0, {cpu})
+    out = []
+    while time.time() < until:
+        out.append((time.time(), cpu_probe()))
+        time.sleep(0.005)
+    return out
+
+
+def cpus() -> None:
+    """Every CPU probed at once for 10 s: when the CPU is slowed, is it slowed everywhere?"""
+    import multiprocessing
+
+    ids = sorted(os.sched_getaffinity(0))
+    start = time.time() + 1.0
+    with multiprocessing.Pool(len(ids)) as pool:
+        runs = pool.map(_probe_cpu, [(c, start + 10.0) for c in ids])
+    floor = min(p for r in runs for _, p in r)
+    print(f"probe floor {floor:.1f} µs; median probe / floor per CPU (rows) per 0.5 s (columns)")
+    for cpu, r in zip(ids, runs):
+        cells = []
+        for k in range(20):
+            xs = [p for t, p in r if start + 0.5 * k <= t < start + 0.5 * (k + 1)]
+            cells.append(f"{statistics.median(xs) / floor:4.2f}" if xs else "  - ")
+        print(f"cpu{cpu:>2} " + " ".join(cells))
+
+
 if __name__ == "__main__":
+    if "--cpus" in sys.argv:
+        cpus()
+        sys.exit()
     if "--dump" in sys.argv:
         dump(sys.argv[sys.argv.index("--dump") + 1])
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 from dataclasses import dataclass
@@ -38,7 +39,6 @@ def bench_job(job: dict[str, Any], progress: Progress) -> dict[str, Any]:
             raise CgtoolError("cgtool bench needs a CUDA device; none is visible to torch here. "
                               "`cgtool capture` and `cgtool lint` still analyse the script on CPU.", 3)
         torch.cuda.init()
-        settings["pinned_cpu"] = pin_main_thread() if settings.get("pin", False) else None
         sizes = settings.get("sizes") or [None]
         if sizes != [None] and not script.accepts_size():
             raise CgtoolError(f"--sizes needs setup(device, size) or inputs(i, device, size) in {job['script']}; "
@@ -118,21 +118,23 @@ def measure(prep: Prepared, settings: dict[str, Any], progress: Progress, size: 
     import torch
 
     from cgtool.bench.adaptive import Block, run_rounds
-    from cgtool.bench.cpu_load import cpu_probe
+    from cgtool.bench.cpu_load import CpuSeeker
     from cgtool.bench.timing import calibrate, time_block
 
     fns, stream = prep.fns, prep.stream
     flush = _l2_flusher() if settings.get("l2_flush") else None
+    seeker = CpuSeeker(move=bool(settings.get("seek", True)))
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
+    seeker.start()
     try:
         with torch.cuda.stream(stream):
             block_ms = float(settings.get("block_ms", 5.0))
             iters = {m: (1 if flush else calibrate(fn, target_ms=block_ms)) for m, fn in fns.items()}
 
             def measure_round(mode: str) -> Block:
-                probe = cpu_probe()  # how fast the CPU runs right now, just before the block
+                probe = seeker.before_block()  # how fast this CPU runs now; moved to a faster one if slowed
                 gpu, wall = time_block(fns[mode], iters[mode], stream, flush)
                 return Block({"gpu": [gpu], "wall": [wall]}, iterations=iters[mode], probe_us=probe)
 
@@ -141,7 +143,7 @@ def measure(prep: Prepared, settings: dict[str, Any], progress: Progress, size: 
 
             progress.phase("measure", f"size={size}" if size is not None else "")
             fixed = settings.get("iters")
-            return run_rounds(
+            rounds = run_rounds(
                 measure_round,
                 target_rel_ci=None if fixed else float(settings.get("target", 0.01)),
                 budget_s=math.inf if fixed else float(settings.get("budget_s", 10.0)),
@@ -149,7 +151,9 @@ def measure(prep: Prepared, settings: dict[str, Any], progress: Progress, size: 
                 max_iterations=int(fixed) if fixed else 1_000_000,
                 on_progress=on_progress,
             )
+            return dataclasses.replace(rounds, cpu_moves=seeker.moves)
     finally:
+        seeker.stop()
         if was_enabled:
             gc.enable()
 
@@ -164,22 +168,6 @@ def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress:
     return BenchResult.from_rounds(rounds, script=script.path, entry=script.entry, size=size, gpu_floor_us=floor,
                                    capture_ms=prep.capture_ms, instantiate_ms=prep.instantiate_ms,
                                    pool_bytes=prep.pool_bytes, environment=environment())
-
-
-def pin_main_thread() -> int | None:
-    """Pin the launching (main) thread to one CPU (`--pin`, as pyperf does on isolated CPUs). Off by default:
-    on the H100 VM a pinned thread was slowed as often as a free one, or more (tools/bench_noise_probe.py).
-    The driver's own threads, started before, stay free."""
-    import os
-
-    try:
-        cpus = sorted(os.sched_getaffinity(0))
-        if len(cpus) < 2:
-            return None
-        os.sched_setaffinity(0, {cpus[-1]})
-        return cpus[-1]
-    except (AttributeError, OSError):
-        return None
 
 
 def _l2_flusher():
