@@ -195,13 +195,13 @@ def ab() -> None:
     print("steal per CPU (jiffies):", " ".join(str(b[7] - a[7]) for a, b in zip(c0, c1)))
 
 
-def dump(path: str) -> None:
+def dump(path: str, budget_s: float = 10.0, target: float = 0.01) -> None:
     """One measurement as `cgtool bench` takes it (bench.run.measure), every block and probe written to `path`."""
     from cgtool.bench.result import BenchResult
     from cgtool.bench.run import measure
     from cgtool.worker import Progress
 
-    rounds = measure(prepared(), {"budget_s": 10.0}, Progress(None))
+    rounds = measure(prepared(), {"budget_s": budget_s, "target": target}, Progress(None))
     r = BenchResult.from_rounds(rounds, script=SAMPLE, entry="step")
     with open(path, "w") as fh:
         json.dump(rounds.to_json(), fh)
@@ -245,6 +245,7 @@ if __name__ == "__main__":
         cpus()
         sys.exit()
     if "--dump" in sys.argv:
-        dump(sys.argv[sys.argv.index("--dump") + 1])
+        at = sys.argv.index("--dump")
+        dump(sys.argv[at + 1], *(float(x) for x in sys.argv[at + 2:at + 4]))
     else:
         child() if "--child" in sys.argv else ab() if "--ab" in sys.argv else main()

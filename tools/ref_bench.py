@@ -80,8 +80,7 @@ def same_process(path: str, turns: int = 15) -> dict:
     from cgtool.worker import Progress
 
     script = load_script(path)
-    # Short turns, both on whatever CPU the OS gives (no seeking): the same conditions for both methods.
-    settings = {"warmup": 3, "budget_s": 0.4, "min_time_s": 0.0, "target": 0.01, "seek": False}
+    settings = {"warmup": 3, "budget_s": 0.4, "min_time_s": 0.0, "target": 0.01}  # short turns: same conditions
     torch.cuda.init()
     prep = prepare(script, None, settings, Progress(None))
     eager_fn, replay_fn = prep.fns["eager"], prep.fns["replay"]

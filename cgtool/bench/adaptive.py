@@ -84,7 +84,6 @@ class AdaptiveResult:
     confidence: float
     order: list[str] = field(default_factory=list)  # the mode of each block in measuring order (ABBA...)
     probes: dict[str, dict[str, list[float | None]]] = field(default_factory=dict)  # mode -> clock -> probe per sample
-    cpu_moves: int = 0  # times the launching thread was moved to a faster CPU (cgtool.bench.cpu_load.CpuSeeker)
 
     @property
     def limit(self) -> float | None:

@@ -256,7 +256,7 @@ def _cpu_load(rounds: AdaptiveResult, used_all: bool) -> CpuLoad | None:
     eager, replay = (quantile(sorted(rounds.samples[m]["wall"]), 0.5) for m in MODES)
     floor = min(probes)
     return CpuLoad(probe_floor_us=floor, limit_us=limit, blocks=len(probes), slowed=sum(p > limit for p in probes),
-                   max_slowdown=max(probes) / floor if floor > 0 else 1.0, moves=rounds.cpu_moves, used_all=used_all, all_eager_us=eager,
+                   max_slowdown=max(probes) / floor if floor > 0 else 1.0, used_all=used_all, all_eager_us=eager,
                    all_replay_us=replay, all_speedup=eager / replay if replay else math.inf)
 
 

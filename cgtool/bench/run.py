@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import math
 from dataclasses import dataclass
@@ -118,23 +117,21 @@ def measure(prep: Prepared, settings: dict[str, Any], progress: Progress, size: 
     import torch
 
     from cgtool.bench.adaptive import Block, run_rounds
-    from cgtool.bench.cpu_load import CpuSeeker
+    from cgtool.bench.cpu_load import cpu_probe
     from cgtool.bench.timing import calibrate, time_block
 
     fns, stream = prep.fns, prep.stream
     flush = _l2_flusher() if settings.get("l2_flush") else None
-    seeker = CpuSeeker(move=bool(settings.get("seek", True)))
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
-    seeker.start()
     try:
         with torch.cuda.stream(stream):
             block_ms = float(settings.get("block_ms", 5.0))
             iters = {m: (1 if flush else calibrate(fn, target_ms=block_ms)) for m, fn in fns.items()}
 
             def measure_round(mode: str) -> Block:
-                probe = seeker.before_block()  # how fast this CPU runs now; moved to a faster one if slowed
+                probe = cpu_probe()  # how fast the CPU runs right now, just before the block
                 gpu, wall = time_block(fns[mode], iters[mode], stream, flush)
                 return Block({"gpu": [gpu], "wall": [wall]}, iterations=iters[mode], probe_us=probe)
 
@@ -143,7 +140,7 @@ def measure(prep: Prepared, settings: dict[str, Any], progress: Progress, size: 
 
             progress.phase("measure", f"size={size}" if size is not None else "")
             fixed = settings.get("iters")
-            rounds = run_rounds(
+            return run_rounds(
                 measure_round,
                 target_rel_ci=None if fixed else float(settings.get("target", 0.01)),
                 budget_s=math.inf if fixed else float(settings.get("budget_s", 10.0)),
@@ -151,9 +148,7 @@ def measure(prep: Prepared, settings: dict[str, Any], progress: Progress, size: 
                 max_iterations=int(fixed) if fixed else 1_000_000,
                 on_progress=on_progress,
             )
-            return dataclasses.replace(rounds, cpu_moves=seeker.moves)
     finally:
-        seeker.stop()
         if was_enabled:
             gc.enable()
 

@@ -32,8 +32,6 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
 @click.option("--iters", type=click.IntRange(min=1), default=None,
               help="Time exactly this many iterations per mode instead (no adaptive stopping).")
 @click.option("--l2-flush", is_flag=True, help="Flush the L2 cache before every timed iteration (cold-cache timing).")
-@click.option("--no-seek", is_flag=True,
-              help="Leave the launching thread where the OS puts it, even on a CPU slowed by other load.")
 @click.option("--sizes", callback=_sizes, default=None, metavar="N,N,...",
               help="Sweep: pass size=N to setup/inputs and capture one graph per size.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
@@ -46,7 +44,7 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
 @click.option("--json", "as_json", is_flag=True, help="Print the bench JSON on stdout instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict (and problems).")
 def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s: float, ci_pct: float,
-          iters: int | None, l2_flush: bool, no_seek: bool, sizes: list[int] | None, plot_path: str | None, baseline: str | None,
+          iters: int | None, l2_flush: bool, sizes: list[int] | None, plot_path: str | None, baseline: str | None,
           fail_if_slower: float | None, out_file: str | None, as_json: bool, quiet: bool) -> None:
     """Measure eager steps against graph replays of TARGET (script.py or script.py:function).
 
@@ -57,9 +55,9 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     the verdict says which. The speedup comes with a bootstrap 95% CI.
 
     \b
-    A pure-Python probe before each block checks that the CPU runs at full speed. When other load
-    slows it, the launching thread moves to the fastest CPU (unless --no-seek), and blocks still run
-    on a slowed CPU are left out of the numbers; a `cpu:` line reports them, counted as measured.
+    A pure-Python probe before each block checks that the CPU runs at full speed; blocks run on a
+    CPU slowed by other load are left out of the numbers, and a `cpu:` line reports them, counted
+    as measured.
     Method and definitions: docs/bench.md.
 
     \b
@@ -84,8 +82,7 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
 
         base_report = read_bench_report(baseline)  # fail early, before minutes of measuring
     job = make_job("bench", target, entry, warmup, settings={
-        "budget_s": budget_s, "target": ci_pct / 100.0, "iters": iters, "l2_flush": l2_flush, "sizes": sizes,
-        "seek": not no_seek})
+        "budget_s": budget_s, "target": ci_pct / 100.0, "iters": iters, "l2_flush": l2_flush, "sizes": sizes})
     per_size = budget_s if iters is None else 60.0
     total_timeout = timeout
     if click.get_current_context().get_parameter_source("timeout") == click.core.ParameterSource.DEFAULT:

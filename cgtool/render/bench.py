@@ -222,14 +222,11 @@ def render_bench(report: BenchReport, out: Console, comparison: Comparison | Non
 def load_line(result: BenchResult, sweep: bool = False) -> str | None:
     """What other load on the CPU did to the measurement (cgtool.bench.cpu_load); None when it did nothing."""
     load = result.cpu_load
-    if load is None or (load.slowed == 0 and load.moves == 0):
+    if load is None or load.slowed == 0:
         return None
     size = f"size {result.size}: " if sweep and result.size is not None else ""
-    moved = f"; moved the launching thread to a faster CPU {load.moves} time{'s' if load.moves != 1 else ''}" if load.moves else ""
-    if load.slowed == 0:
-        return f"{size}other load slowed a CPU{moved}; every timed block ran at full speed"
     seen = (f"{size}the CPU ran slowed by other load during {fmt_pct(load.slowed_fraction)} of the timed blocks "
-            f"(a pure-Python probe up to {fmt_x(load.max_slowdown)} slower){moved}")
+            f"(a pure-Python probe up to {fmt_x(load.max_slowdown)} slower)")
     counted = (f"eager {fmt_us(load.all_eager_us)} → replay {fmt_us(load.all_replay_us)}, "
                f"{fmt_x(load.all_speedup)}")
     if load.used_all:
