@@ -13,6 +13,7 @@ from rich.console import Console
 from cgtool.bench.adaptive import BUDGET, CONVERGED, Block, run_rounds
 from cgtool.bench.cpu_load import QUIET_FACTOR, CpuLoad, cpu_probe, quiet, quiet_limit
 from cgtool.bench.result import BenchReport, BenchResult
+from cgtool.bench.stats import speedup_ci
 from cgtool.render.bench import load_line, render_bench
 
 EAGER_US, REPLAY_US = 560.0, 201.0
@@ -123,3 +124,28 @@ def test_cpu_load_json_round_trip_and_console() -> None:
     assert "slowed by other load during" in text and "those blocks are left out" in text
     assert isinstance(CpuLoad.from_json(r.cpu_load.to_json()), CpuLoad)
 
+
+
+class DriftingHost:
+    """Eager 560 µs at first, 650 µs from step_at_s on, and the probe sees nothing of it (as with
+    memory contention from other tenants): only the batch medians can tell."""
+
+    def __init__(self, clock: FakeClock, step_at_s: float) -> None:
+        self.clock, self.step_at_s, self.rng = clock, step_at_s, random.Random(11)
+
+    def __call__(self, mode: str) -> Block:
+        level = (560.0 if self.clock.now < self.step_at_s else 650.0) if mode == "eager" else REPLAY_US
+        wall = level * math.exp(self.rng.gauss(0, 0.02))
+        self.clock.now += wall * 8e-6
+        return Block({"gpu": [wall], "wall": [wall]}, iterations=8, probe_us=150.0)
+
+
+def test_drift_the_probe_cannot_see_widens_the_ci_instead_of_converging() -> None:
+    clock = FakeClock()
+    rounds = run_rounds(DriftingHost(clock, step_at_s=1.0), clock=clock, budget_s=5.0, min_time_s=2.0)
+    r = BenchResult.from_rounds(rounds, script="s.py", entry="step")
+    assert rounds.stopped_by == BUDGET  # the order-statistic CI alone would have said ±1% long before
+    assert r.eager.wall.rel_ci < 0.01 < r.batch_rel_ci
+    _, boot_low, boot_high = speedup_ci(rounds.samples["eager"]["wall"], rounds.samples["replay"]["wall"])
+    assert boot_high / boot_low < 1.01  # the bootstrap takes the samples as independent: far too sure
+    assert r.speedup_wall.high / r.speedup_wall.low > 1.05  # widened by the batch medians

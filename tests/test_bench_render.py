@@ -68,8 +68,8 @@ def test_verdict_when_replay_is_slower_or_no_different() -> None:
 
 
 def test_stopped_phrases() -> None:
-    assert stopped_phrase(result(stopped_by=BUDGET)) == "time budget ran out after 4,000 iterations (median CI ±0.5%, target ±1.0%)"
-    assert stopped_phrase(result(stopped_by=ITERATIONS)) == "stopped at the cap of 4,000 iterations (median CI ±0.5%, target ±1.0%)"
+    assert stopped_phrase(result(stopped_by=BUDGET)) == "time budget ran out after 4,000 iterations (CI ±0.5%, target ±1.0%)"
+    assert stopped_phrase(result(stopped_by=ITERATIONS)) == "stopped at the cap of 4,000 iterations (CI ±0.5%, target ±1.0%)"
     assert stopped_phrase(result(stopped_by=ITERATIONS, target_rel_ci=None)) == "after 4,000 iterations"  # --iters
 
 

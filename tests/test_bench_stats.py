@@ -149,3 +149,28 @@ def test_bootstrap_of_two_times_5000_samples_is_fast() -> None:
     start = time.perf_counter()
     speedup_ci(eager, replay, resamples=2000)
     assert time.perf_counter() - start < 0.5
+
+
+def test_t_quantile_matches_tables() -> None:
+    from cgtool.bench.stats import t_quantile
+
+    for df, exact in ((4, 2.776), (7, 2.365), (30, 2.042), (1000, 1.962)):
+        assert abs(t_quantile(0.975, df) / exact - 1) < 0.02
+
+
+def test_batch_medians_and_their_ci() -> None:
+    import math
+    import random
+
+    from cgtool.bench.stats import batch_medians, batch_rel_ci, batch_ratio_ci
+
+    assert batch_medians([1.0] * 23) == [] and batch_rel_ci([1.0] * 23) == math.inf
+    assert batch_medians(list(range(24))) == [1.0, 4.0, 7.0, 10.0, 13.0, 16.0, 19.0, 22.0]
+    assert batch_rel_ci([5.0] * 40) == 0.0
+    rng = random.Random(0)
+    steady = [100 * math.exp(rng.gauss(0, 0.02)) for _ in range(800)]
+    stepped = [x * (1.15 if i >= 400 else 1.0) for i, x in enumerate(steady)]
+    assert batch_rel_ci(steady) < 0.005 < 0.05 < batch_rel_ci(stepped)
+    replay = [40 * math.exp(rng.gauss(0, 0.01)) for _ in range(800)]
+    assert batch_ratio_ci(steady, replay) < 1.005 and batch_ratio_ci(stepped, replay) > 1.05
+    assert batch_ratio_ci(steady[:10], replay) is None

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cgtool.bench.cpu_load import quiet, quiet_limit
-from cgtool.bench.stats import Stats, median_rel_ci
+from cgtool.bench.stats import Stats, batch_rel_ci, median_rel_ci
 
 CONVERGED = "converged"  # every mode's (and clock's) median CI within ±target
 BUDGET = "budget"  # the time budget ran out (or the next round would overrun it)
@@ -183,14 +183,18 @@ def run_rounds(
             return AdaptiveResult(samples, iterations, rounds, elapsed, stopped_by, target_rel_ci, confidence, order, probes)
 
 
+def rel_ci(xs: Sequence[float], confidence: float) -> float:
+    """How sure the level of one series (in measuring order) is: the wider of the median's order-statistic
+    CI and the batch-medians CI, which widens when the level drifts during the run (cgtool.bench.stats)."""
+    if not xs:
+        return math.inf
+    return max(median_rel_ci(sorted(xs), confidence), batch_rel_ci(xs, confidence))
+
+
 def _worst_rel_ci(result: AdaptiveResult) -> float:
-    """The widest relative median CI over modes and clocks of the full-speed blocks; inf while a mode has
+    """The widest relative CI (rel_ci) over modes and clocks of the full-speed blocks; inf while a mode has
     no samples, or too few for a CI."""
     if any(not clocks for clocks in result.samples.values()):
         return math.inf
-    worst = 0.0
-    for mode, clocks in result.samples.items():
-        for name in clocks:
-            xs = sorted(result.quiet_samples(mode, name))
-            worst = max(worst, median_rel_ci(xs, result.confidence) if xs else math.inf)
-    return worst
+    return max(rel_ci(result.quiet_samples(mode, name), result.confidence)
+               for mode, clocks in result.samples.items() for name in clocks)

@@ -14,7 +14,7 @@ from typing import Any
 
 from cgtool.bench.adaptive import AdaptiveResult
 from cgtool.bench.cpu_load import CpuLoad
-from cgtool.bench.stats import Stats, difference_ci, median_ci_ranks, quantile, speedup_ci
+from cgtool.bench.stats import Stats, batch_rel_ci, batch_ratio_ci, difference_ci, median_ci_ranks, quantile, speedup_ci
 from cgtool.errors import EXIT_USAGE, CgtoolError
 from cgtool.report import ErrorRecord
 
@@ -88,6 +88,7 @@ class BenchResult:
     rounds: int
     elapsed_s: float
     target_rel_ci: float | None
+    batch_rel_ci: float | None = None  # the widest batch-medians CI of the four series (inf: too few samples)
     gpu_floor_us: float | None = None  # summed kernel time per iteration, when the GPU loop measured it
     capture_ms: float | None = None
     instantiate_ms: float | None = None
@@ -106,8 +107,10 @@ class BenchResult:
 
     @property
     def worst_rel_ci(self) -> float:
-        """The widest relative median CI among the four series: what the stopping rule compared with the target."""
-        return max(s.rel_ci for m in self.modes for s in (m.gpu, m.wall))
+        """The widest relative CI among the four series, median and batch CIs alike: what the stopping rule
+        compared with the target."""
+        medians = max(s.rel_ci for m in self.modes for s in (m.gpu, m.wall))
+        return medians if self.batch_rel_ci is None else max(medians, self.batch_rel_ci)
 
     def speedup(self, clock: str = "wall") -> Estimate:
         return self.speedup_gpu if clock == "gpu" else self.speedup_wall
@@ -165,19 +168,28 @@ class BenchResult:
             point, low, high = fn(s["eager"][clock], s["replay"][clock], conf, resamples, seed)
             return Estimate(point, low, high, conf)
 
+        def ratio(clock: str) -> Estimate:
+            """The bootstrap CI, widened to the batch-medians CI where the ratio drifted during the run."""
+            e = boot(speedup_ci, clock)
+            factor = batch_ratio_ci(s["eager"][clock], s["replay"][clock], conf)
+            if factor is None or not math.isfinite(e.point):
+                return e
+            return Estimate(e.point, min(e.low, e.point / factor), max(e.high, e.point * factor), conf)
+
         return cls(
             script=script,
             entry=entry,
             size=size,
             eager=cls._mode(s, rounds, "eager"),
             replay=cls._mode(s, rounds, "replay"),
-            speedup_gpu=boot(speedup_ci, "gpu"),
-            speedup_wall=boot(speedup_ci, "wall"),
+            speedup_gpu=ratio("gpu"),
+            speedup_wall=ratio("wall"),
             overhead_saved_us=boot(difference_ci, "wall"),
             stopped_by=rounds.stopped_by,
             rounds=rounds.rounds,
             elapsed_s=rounds.elapsed_s,
             target_rel_ci=rounds.target_rel_ci,
+            batch_rel_ci=max(batch_rel_ci(xs, conf) for clocks in s.values() for xs in clocks.values()),
             gpu_floor_us=gpu_floor_us,
             capture_ms=capture_ms,
             instantiate_ms=instantiate_ms,
@@ -206,6 +218,7 @@ class BenchResult:
             "rounds": self.rounds,
             "elapsed_s": self.elapsed_s,
             "target_rel_ci": self.target_rel_ci,
+            "batch_rel_ci": None if self.batch_rel_ci is None else _finite(self.batch_rel_ci),
             "gpu_floor_us": self.gpu_floor_us,
             "capture_ms": self.capture_ms,
             "instantiate_ms": self.instantiate_ms,
@@ -234,6 +247,7 @@ class BenchResult:
             rounds=int(d["rounds"]),
             elapsed_s=float(d["elapsed_s"]),
             target_rel_ci=d.get("target_rel_ci"),
+            batch_rel_ci=None if "batch_rel_ci" not in d else math.inf if d["batch_rel_ci"] is None else float(d["batch_rel_ci"]),
             gpu_floor_us=d.get("gpu_floor_us"),
             capture_ms=d.get("capture_ms"),
             instantiate_ms=d.get("instantiate_ms"),

@@ -78,6 +78,56 @@ def median_rel_ci(sorted_xs: Sequence[float], confidence: float = 0.95) -> float
     return max(median - sorted_xs[lo], sorted_xs[hi] - median) / abs(median)
 
 
+# Batch medians (the batch-means method of simulation output analysis): the run is cut into BATCHES
+# consecutive stretches, and the spread of their medians says how much the level moved during the run.
+BATCHES = 8
+_MIN_PER_BATCH = 3
+
+
+def t_quantile(p: float, df: int) -> float:
+    """Student's t quantile, by the Cornish-Fisher expansion (within 2% of the exact value from df = 4 up)."""
+    z = NormalDist().inv_cdf(p)
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def batch_medians(xs: Sequence[float], batches: int = BATCHES) -> list[float]:
+    """Medians of `batches` consecutive, near-equal stretches of xs (in measuring order); [] when a stretch
+    would hold fewer than 3 samples."""
+    n = len(xs)
+    if batches < 2 or n < _MIN_PER_BATCH * batches:
+        return []
+    return [quantile(sorted(xs[b * n // batches:(b + 1) * n // batches]), 0.5) for b in range(batches)]
+
+
+def _log_half_width(logs: Sequence[float], confidence: float) -> float:
+    k = len(logs)
+    mean = math.fsum(logs) / k
+    sd = math.sqrt(math.fsum((x - mean) ** 2 for x in logs) / (k - 1))
+    return t_quantile(1 - (1 - confidence) / 2, k - 1) * sd / math.sqrt(k)
+
+
+def batch_rel_ci(xs: Sequence[float], confidence: float = 0.95, batches: int = BATCHES) -> float:
+    """Relative half-width of a CI of the level of xs from its batch medians (t interval on their logs).
+
+    The order-statistic CI of the median assumes independent samples. Timings are not: a CPU slowed for
+    seconds slows every sample in that stretch, and that CI then shrinks while the level moves. This one
+    widens with such drift. inf when there are too few samples, 0 for positive constant data.
+    """
+    meds = batch_medians(xs, batches)
+    if not meds or min(meds) <= 0:
+        return math.inf if not meds or max(meds) > 0 else 0.0
+    return math.expm1(_log_half_width([math.log(m) for m in meds], confidence))
+
+
+def batch_ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0.95, batches: int = BATCHES) -> float | None:
+    """Half-width, as a factor on the log scale, of a CI of median(a) / median(b) from the ratios of their
+    batch medians stretch by stretch; None when there are too few samples (or a median is not positive)."""
+    ma, mb = batch_medians(a, batches), batch_medians(b, batches)
+    if not ma or not mb or min(ma) <= 0 or min(mb) <= 0:
+        return None
+    return math.exp(_log_half_width([math.log(x / y) for x, y in zip(ma, mb)], confidence))
+
+
 @dataclass(frozen=True)
 class Stats:
     """Summary of one series of timing samples (one mode, one clock)."""

@@ -48,9 +48,9 @@ def stopped_phrase(result: BenchResult) -> str:
     if result.stopped_by == CONVERGED:
         return f"converged after {n}"
     if result.stopped_by == BUDGET:
-        return f"time budget ran out after {n} (median CI {worst}" + (f", target {target})" if target else ")")
+        return f"time budget ran out after {n} (CI {worst}" + (f", target {target})" if target else ")")
     if result.stopped_by == ITERATIONS:
-        return f"after {n}" if target is None else f"stopped at the cap of {n} (median CI {worst}, target {target})"
+        return f"after {n}" if target is None else f"stopped at the cap of {n} (CI {worst}, target {target})"
     return f"after {n}"
 
 
@@ -123,7 +123,7 @@ def detail_lines(result: BenchResult) -> list[str]:
         lines.append(" · ".join(g for g in graph if g))
     target = f", target ±{result.target_rel_ci:.1%}" if result.target_rel_ci is not None else ""
     worst = f"±{result.worst_rel_ci:.1%}" if math.isfinite(result.worst_rel_ci) else "undefined"
-    lines.append(f"measured {result.rounds:,} rounds in {result.elapsed_s:.1f} s; stopped: {result.stopped_by} (widest median CI {worst}{target})")
+    lines.append(f"measured {result.rounds:,} rounds in {result.elapsed_s:.1f} s; stopped: {result.stopped_by} (widest CI {worst}{target})")
     return lines
 
 
