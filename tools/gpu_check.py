@@ -180,8 +180,10 @@ def section_bench() -> None:
     sp = [r["speedup_wall"]["point"] for r in res]
     spg = [r["speedup_gpu"]["point"] for r in res]
     load = [r.get("cpu_load") or {} for r in res]
+    cis = [f"{r['speedup_wall']['low']:.2f}-{r['speedup_wall']['high']:.2f}" for r in res]
     row("bench repeatability (3 runs, ±3%)", all(abs(s / (sum(sp) / 3) - 1) <= 0.03 for s in sp),
-        f"wall speedups {', '.join(f'{s:.3f}' for s in sp)}; gpu {', '.join(f'{s:.3f}' for s in spg)}; "
+        f"wall speedups {', '.join(f'{s:.3f}' for s in sp)} (95% CIs {', '.join(cis)}; stopped by "
+        f"{', '.join(r['stopped_by'] for r in res)}); gpu {', '.join(f'{s:.3f}' for s in spg)}; "
         f"CPU slowed in {', '.join(format(x.get('slowed_fraction', 0), '.0%') for x in load)} of blocks; counting "
         f"every block: {', '.join(format(x.get('all_speedup', 0), '.3f') for x in load)}")
     first, wall = runs[0]
