@@ -6,9 +6,9 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
 
 import pytest
+from expect_markers import markers
 
 pytest.importorskip("torch")
 
@@ -25,21 +25,13 @@ HAZARDS = sorted(glob.glob(os.path.join(ROOT, "samples", "hazards", "*.py")))
 CLEAN = [p for p in HAZARDS if os.path.basename(p).startswith("clean_")]
 BROKEN = [p for p in HAZARDS if p not in CLEAN]
 UNSEEN = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "unseen", "*", "step.py")))
-EXPECT = re.compile(r"#\s*expect:\s*(CG\d{3}(?:[\s,]+CG\d{3})*)")
 
 
 def expectations(script: str) -> list[tuple[str, int, str]]:
     """(file, line, rule) for each `# expect:` marker: in the script, and for unseen cases in every
     file of its folder (hazards inside imported helper modules)."""
     files = [script] if script in HAZARDS else sorted(glob.glob(os.path.join(os.path.dirname(script), "*.py")))
-    out = []
-    for path in files:
-        with open(path, encoding="utf-8") as fh:
-            for n, text in enumerate(fh, 1):
-                m = EXPECT.search(text)
-                if m:
-                    out += [(os.path.abspath(path), n, rule) for rule in re.findall(r"CG\d{3}", m.group(1))]
-    return out
+    return [(os.path.abspath(path), n, rule) for path in files for n, rule in markers(path)]
 
 
 _cache: dict[str, tuple] = {}

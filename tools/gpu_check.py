@@ -17,6 +17,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+from tests.expect_markers import markers  # noqa: E402  (one `# expect:` parser for tests and this script)
+
 OUT = os.environ.get("OUT") or os.path.join(ROOT, "gpu-check-out")  # what comes back (8 files at most)
 WORK = os.path.join("/tmp", "cgtool-gpu-check")  # everything else
 os.makedirs(OUT, exist_ok=True)
@@ -34,16 +36,6 @@ def row(check: str, ok: bool | None, detail: str) -> None:
 def cgtool(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "cgtool", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT, env=dict(os.environ, NO_COLOR="1", COLUMNS="160"))
-
-
-def expected(path: str) -> dict[int, str]:
-    out = {}
-    with open(path) as fh:
-        for i, line in enumerate(fh, 1):
-            m = re.search(r"#\s*expect:\s*(CG\d+)", line)
-            if m:
-                out[i] = m.group(1)
-    return out
 
 
 def section_tests() -> None:
@@ -104,7 +96,7 @@ def section_capture() -> None:
 
 def section_failed_capture() -> None:
     path = os.path.join(ROOT, "samples", "hazards", "item_sync.py")
-    line = next(iter(expected(path)))
+    line = markers(path)[0][0]
     out = os.path.join(WORK, "capture", "item_sync")
     r = cgtool("capture", path, "--out", out)
     with open(os.path.join(OUT, "capture_item_sync.txt"), "w") as fh:
@@ -133,16 +125,16 @@ def section_lint() -> None:
     lines = []
     for s in data["scripts"]:
         path = s["path"]
-        exp = expected(os.path.join(ROOT, path) if not os.path.isabs(path) else path)
+        exp = markers(os.path.join(ROOT, path) if not os.path.isabs(path) else path)
         found = {(f["line"], f["rule"]): f for f in s["findings"]}
         errs = [f for f in s["findings"] if f["severity"] == "error"]
         base = os.path.basename(path)
         if exp:
-            hit = all((ln, rule) in found for ln, rule in exp.items())
-            cats = sorted({found[(ln, rule)]["category"] for ln, rule in exp.items() if (ln, rule) in found})
+            hit = all((ln, rule) in found for ln, rule in exp)
+            cats = sorted({found[(ln, rule)]["category"] for ln, rule in exp if (ln, rule) in found})
             extra = [f"{f['rule']}@{f['line']}" for f in errs if (f["line"], f["rule"]) not in exp]
             ok = hit
-            detail = (f"expect {', '.join(f'{r}@{ln}' for ln, r in exp.items())} → "
+            detail = (f"expect {', '.join(f'{r}@{ln}' for ln, r in exp)} → "
                       f"{'found' if hit else 'MISSING'} [{', '.join(cats)}]" + (f"; also {', '.join(extra)}" if extra else ""))
         else:
             ok = not errs and not s["errors"]

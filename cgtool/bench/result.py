@@ -14,7 +14,15 @@ from typing import Any
 
 from cgtool.bench.adaptive import AdaptiveResult
 from cgtool.bench.cpu_load import CpuLoad
-from cgtool.bench.stats import Stats, batch_rel_ci, batch_ratio_ci, difference_ci, median_ci_ranks, quantile, speedup_ci
+from cgtool.bench.stats import (
+    Stats,
+    batch_ratio_ci,
+    batch_rel_ci,
+    difference_ci,
+    median_ci_ranks,
+    quantile,
+    speedup_ci,
+)
 from cgtool.errors import EXIT_USAGE, CgtoolError
 from cgtool.report import ErrorRecord
 

@@ -3,25 +3,14 @@
 import collections
 import json
 import os
-import re
 
 import pytest
 
 from conftest import ROOT
+from expect_markers import markers
 
 pytestmark = pytest.mark.gpu
 SAMPLES = ["mlp_inference", "transformer_train", "multistream", "deep_1000"]
-
-
-def expected_lines(path):
-    """{line: rule} from `# expect: CG101` comments."""
-    out = {}
-    with open(path) as fh:
-        for i, line in enumerate(fh, 1):
-            m = re.search(r"#\s*expect:\s*(CG\d+)", line)
-            if m:
-                out[i] = m.group(1)
-    return out
 
 
 @pytest.mark.parametrize("name", SAMPLES)
@@ -48,7 +37,7 @@ def test_sample_captures_and_matches_driver(name, run_cli, tmp_path):
 
 def test_failed_capture_names_the_line_and_keeps_standing(run_cli, tmp_path):
     path = os.path.join(ROOT, "samples", "hazards", "item_sync.py")
-    line = next(iter(expected_lines(path)))
+    line = markers(path)[0][0]
     r = run_cli("capture", path, "--out", tmp_path / "o", timeout=300)
     assert r.returncode == 1, r.stdout + r.stderr
     report = json.loads((tmp_path / "o" / "report.json").read_text())
