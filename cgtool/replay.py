@@ -7,7 +7,6 @@ output tensor and every state tensor with tolerances by dtype.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any
 
 from cgtool.harness import Captured
@@ -75,34 +74,27 @@ def check_replay(script: Script, captured: Captured, device: Any, index: int) ->
     return ReplayCheck("match" if ok else "mismatch", label, tuple(diffs), note)
 
 
-def quick_timings(script: Script, captured: Captured, budget_s: float = 3.0, rounds: int = 15) -> Timings:
-    """Median per-iteration time of eager step and replay, alternating blocks timed with CUDA events."""
-    from cgtool.bench.timing import calibrate, time_alternating
-
-    import torch
-
-    inputs = captured.static_inputs
+def quick_timings(script: Script, captured: Captured, budget_s: float = 3.0) -> Timings:
+    """Per-iteration eager and replay GPU times: a short run of `cgtool bench`'s own measurement
+    (bench.run.measure: alternating blocks, CUDA events, blocks on a slowed CPU left out)."""
+    from cgtool.bench.result import BenchResult
+    from cgtool.bench.run import Prepared, measure
+    from cgtool.worker import Progress
 
     def eager() -> None:
         try:
-            script.call_step(captured.state, inputs)
+            script.call_step(captured.state, captured.static_inputs)
         except Exception as exc:
             raise ScriptRaised("timing", exc) from None
 
-    def replay() -> None:
-        captured.graph.replay()
-
-    stream = captured.stream
-    with torch.cuda.stream(stream):
-        iters = {"eager": calibrate(eager), "replay": calibrate(replay)}
-    samples = time_alternating({"eager": eager, "replay": replay}, stream, rounds, iters, budget_s)
-    e = statistics.median(samples["eager"]["gpu"])
-    r = statistics.median(samples["replay"]["gpu"])
-    n = len(samples["eager"]["gpu"])
+    prep = Prepared({"eager": eager, "replay": captured.graph.replay}, captured.stream, captured.capture_ms, 0.0, 0)
+    settings = {"budget_s": budget_s, "target": 0.02, "min_time_s": min(1.0, budget_s / 2)}
+    r = BenchResult.from_rounds(measure(prep, settings, Progress(None)), script=script.path, entry=script.entry)
+    kept = f"; {r.cpu_load.slowed} blocks on a CPU slowed by other load left out" if r.cpu_load and r.cpu_load.slowed else ""
     return Timings(
-        eager_us=e,
-        replay_us=r,
-        iterations=n * min(iters.values()),
-        method=(f"median of {n} alternating blocks ({iters['eager']} eager / {iters['replay']} replay "
-                "iterations each), CUDA events on the capture stream"),
+        eager_us=r.eager.gpu.median,
+        replay_us=r.replay.gpu.median,
+        iterations=r.iterations,
+        method=(f"median of {r.eager.gpu.n} eager and {r.replay.gpu.n} replay blocks taking turns, CUDA events on "
+                f"the capture stream ({r.stopped_by} after {r.elapsed_s:.1f} s{kept}); `cgtool bench` measures carefully"),
     )

@@ -1,4 +1,4 @@
-"""Time eager steps and graph replays on the GPU: alternating blocks, CUDA events plus host wall clock."""
+"""Time one block of eager steps or graph replays on the GPU: CUDA events plus the host wall clock."""
 
 from __future__ import annotations
 
@@ -51,22 +51,3 @@ def time_block(fn: Callable[[], None], iters: int, stream: Any, before: Callable
         wall += time.perf_counter() - t0
         gpu += start.elapsed_time(end) * 1e3
     return gpu / iters, wall * 1e6 / iters
-
-
-def time_alternating(fns: dict[str, Callable[[], None]], stream: Any, rounds: int, iters: dict[str, int],
-                     budget_s: float | None = None) -> dict[str, dict[str, list[float]]]:
-    """Per-iteration (gpu, wall) µs samples, one per block, the modes taking turns (ABBA order)."""
-    import torch
-
-    samples: dict[str, dict[str, list[float]]] = {m: {"gpu": [], "wall": []} for m in fns}
-    modes = list(fns)
-    t_end = None if budget_s is None else time.perf_counter() + budget_s
-    with torch.cuda.stream(stream):
-        for r in range(rounds):
-            for mode in (modes if r % 2 == 0 else modes[::-1]):
-                gpu, wall = time_block(fns[mode], iters[mode], stream)
-                samples[mode]["gpu"].append(gpu)
-                samples[mode]["wall"].append(wall)
-            if t_end is not None and r >= 2 and time.perf_counter() > t_end:
-                break
-    return samples
