@@ -161,14 +161,18 @@ def section_bench() -> None:
     from tools.ref_bench import reference, same_process
 
     runs = []
-    for i in range(3):
+    for i in range(5):
         t0 = time.perf_counter()
         d = bench_json("samples/mlp_inference.py")
         runs.append((d, time.perf_counter() - t0))
     res = [d["results"][0] for d, _ in runs if d and d["results"]]
-    if len(res) < 3:
-        row("bench mlp x3", False, "bench failed")
+    if len(res) < 5:
+        row("bench mlp x5", False, "bench failed")
         return
+    row("bench 5 consecutive runs (info)", None, "; ".join(
+        f"{r['speedup_wall']['point']:.3f} ({r['speedup_wall']['low']:.2f}-{r['speedup_wall']['high']:.2f}, "
+        f"{r['stopped_by']}, slowed {(r.get('cpu_load') or {}).get('slowed_fraction', 0):.0%})" for r in res))
+    res = res[:3]
     sp = [r["speedup_wall"]["point"] for r in res]
     spg = [r["speedup_gpu"]["point"] for r in res]
     load = [r.get("cpu_load") or {} for r in res]
