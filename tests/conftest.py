@@ -41,3 +41,13 @@ def run_cli(tmp_path):
 @pytest.fixture
 def has_dot():
     return shutil.which("dot") is not None
+
+
+class FakeClock:
+    """A clock that only moves when a test moves it (`clock.now += seconds`), for the bench stopping rule."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now

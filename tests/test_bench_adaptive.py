@@ -20,14 +20,7 @@ from cgtool.bench.adaptive import (
     run_rounds,
 )
 from cgtool.bench.result import BenchResult
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from conftest import FakeClock
 
 
 class SyntheticGpu:

@@ -15,16 +15,9 @@ from cgtool.bench.cpu_load import QUIET_FACTOR, CpuLoad, cpu_probe, quiet, quiet
 from cgtool.bench.result import BenchReport, BenchResult
 from cgtool.bench.stats import speedup_ci
 from cgtool.render.bench import load_line, render_bench
+from conftest import FakeClock
 
 EAGER_US, REPLAY_US = 560.0, 201.0
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class LoadedHost:
