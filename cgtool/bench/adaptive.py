@@ -1,4 +1,4 @@
-"""The stopping rule: measure modes in alternating rounds until the median CIs are tight, or time or iterations run out.
+"""The stopping rule: measure modes in alternating rounds until the CIs are tight, or time or iterations run out.
 
 Independent of CUDA: the GPU loop passes a `measure_round(mode)` callback; tests pass synthetic ones and a fake clock.
 """
@@ -14,7 +14,7 @@ from typing import Any
 from cgtool.bench.cpu_load import quiet, quiet_limit
 from cgtool.bench.stats import Stats, batch_rel_ci, median_rel_ci
 
-CONVERGED = "converged"  # every mode's (and clock's) median CI within ±target
+CONVERGED = "converged"  # every mode's (and clock's) CI within ±target (rel_ci: median and batch CIs)
 BUDGET = "budget"  # the time budget ran out (or the next round would overrun it)
 ITERATIONS = "iterations"  # a mode reached max_iterations (the cap, or --iters)
 STOPPED_BY = (CONVERGED, BUDGET, ITERATIONS)
@@ -50,7 +50,7 @@ class Progress:
     budget_s: float
     iterations: int  # the fewest iterations among modes
     max_iterations: int
-    worst_rel_ci: float  # the widest relative median CI among modes and clocks (inf before one exists)
+    worst_rel_ci: float  # the widest relative CI (rel_ci) among modes and clocks (inf before one exists)
     target_rel_ci: float | None
 
     @property
@@ -95,9 +95,9 @@ class AdaptiveResult:
         xs = self.samples[mode][clock]
         return quiet(xs, self.probes.get(mode, {}).get(clock, [None] * len(xs)), self.limit)
 
-    def stats(self, mode: str, clock: str, only_quiet: bool = False) -> Stats:
-        xs = self.quiet_samples(mode, clock) if only_quiet else self.samples[mode][clock]
-        return Stats.of(xs, self.confidence)
+    def stats(self, mode: str, clock: str) -> Stats:
+        """Statistics of the blocks run on a CPU at full speed."""
+        return Stats.of(self.quiet_samples(mode, clock), self.confidence)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -136,7 +136,7 @@ def run_rounds(
 
     measure_round(mode) times one block in that mode and returns its per-iteration samples (a Block,
     {clock: [...]}, or a plain list). Stops with CONVERGED once min_rounds are done, min_time_s has passed
-    and every mode's and clock's median CI is within ±target_rel_ci (None: never; use it with max_iterations
+    and every mode's and clock's CI (rel_ci) is within ±target_rel_ci (None: never; use it with max_iterations
     for --iters), counting only blocks whose CPU probe (Block.probe_us) shows the CPU at full speed;
     else ITERATIONS once a mode has max_iterations; else BUDGET once budget_s has elapsed or the next
     round, guessed as long as the last, would overrun it. At least one round always runs. Rounds reverse
@@ -162,10 +162,10 @@ def run_rounds(
             iterations[mode] += longest if block.iterations is None else block.iterations
             order.append(mode)
         rounds += 1
-        result = AdaptiveResult(samples, iterations, rounds, 0.0, "", target_rel_ci, confidence, order, probes)
         total = sum(len(xs) for clocks in samples.values() for xs in clocks.values())
         if total >= checked_at * (1 + _RECHECK_GROWTH):
-            worst = _worst_rel_ci(result)
+            so_far = AdaptiveResult(samples, iterations, rounds, 0.0, "", target_rel_ci, confidence, order, probes)
+            worst = _worst_rel_ci(so_far)
             checked_at = total
         now = clock()
         elapsed, last_round = now - start, now - round_start

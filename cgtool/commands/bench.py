@@ -28,7 +28,7 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
 @click.option("--budget-s", type=click.FloatRange(min=0.5), default=10.0, show_default=True,
               help="Stop measuring after this many seconds per size, converged or not.")
 @click.option("--ci", "ci_pct", type=click.FloatRange(min=0.01, max=50), default=1.0, show_default=True,
-              help="Stop once the 95% CI of every median is within ± this many percent.")
+              help="Stop once the 95% CI of every median (and of its drift) is within ± this many percent.")
 @click.option("--iters", type=click.IntRange(min=1), default=None,
               help="Time exactly this many iterations per mode instead (no adaptive stopping).")
 @click.option("--l2-flush", is_flag=True, help="Flush the L2 cache before every timed iteration (cold-cache timing).")
@@ -52,7 +52,8 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     Warm up, capture once, then time eager and replay in alternating rounds (ABBA), each block timed
     with CUDA events (GPU time) and the host clock with a synchronize (wall time). Measuring stops
     when every median's 95% CI is within ±--ci percent (after at least 2 s), or --budget-s runs out;
-    the verdict says which. The speedup comes with a bootstrap 95% CI.
+    the verdict says which. The CIs also span how far the times drifted during the run (batch
+    medians), so a machine whose speed wanders shows a wide CI instead of a false ±1%.
 
     \b
     A pure-Python probe before each block checks that the CPU runs at full speed; blocks run on a
