@@ -17,7 +17,7 @@ class Decoder(nn.Module):
         self.pos = 0
 
     def forward(self, x):
-        self.cache[self.pos] = self.k(x)  # expect: CG402 CG503
+        self.cache[self.pos] = self.k(x)  # expect: CG402
         self.pos += 1
         return self.cache.sum(0)
 
@@ -33,5 +33,5 @@ def inputs(i, device):
 
 
 @torch.no_grad()
-def step(dec, x):
+def step(dec, x):  # expect: CG503 (replay differs; placed on the step, naming line 20 as the likely cause)
     return dec(x)
