@@ -127,6 +127,23 @@ def test_sizes_and_environment_differences_are_listed() -> None:
     assert Comparison.from_json(json.loads(json.dumps(comparison.to_json()))) == comparison
 
 
+def test_a_cpu_slower_at_its_best_than_in_the_baseline_is_noted() -> None:
+    import dataclasses
+
+    from cgtool.bench.cpu_load import CpuLoad
+
+    def with_floor(report: BenchReport, floor: float) -> BenchReport:
+        load = CpuLoad(floor, floor * 1.25, 400, 0, 1.1, False, 600.0, 40.0, 15.0)
+        return BenchReport(tuple(dataclasses.replace(r, cpu_load=load) for r in report.results))
+
+    base = with_floor(make_report([1]), 104.0)
+    assert compare(with_floor(make_report([1]), 108.0), base).notes == ()  # within the probe's own spread
+    slower = compare(with_floor(make_report([1]), 130.0), base).notes
+    assert slower == ("the CPU ran 25% slower at its best than during the baseline (pure-Python probe): eager times "
+                      "and speedups move with it, replay times hardly",)
+    assert "faster at its best" in compare(with_floor(make_report([1]), 80.0), base).notes[0]
+
+
 def test_wall_clock_comparison() -> None:
     current = make_report([None])
     change = compare(current, doctored(current, 0.5), clock="wall").changes[0]

@@ -240,7 +240,43 @@ def cpus() -> None:
         print(f"cpu{cpu:>2} " + " ".join(cells))
 
 
+def two_probes(path: str, seconds: float = 5.0) -> None:
+    """Blocks of eager and replay, each after both a pure-Python probe and a torch-dispatcher probe (small
+    CPU tensor ops, the eager path's own software): which one tracks eager's speed?"""
+    import gc
+
+    import torch
+
+    from cgtool.bench.cpu_load import cpu_probe
+    from cgtool.bench.timing import time_block
+
+    prep = prepared()
+    a = torch.ones(8)
+
+    def torch_probe(n: int = 40) -> float:
+        t0 = time.perf_counter()
+        for _ in range(n):
+            torch.add(a, a)
+        return (time.perf_counter() - t0) * 1e6
+
+    rows = []
+    gc.disable()
+    t_end = time.perf_counter() + seconds
+    with torch.cuda.stream(prep.stream):
+        while time.perf_counter() < t_end:
+            for mode, iters in (("eager", 8), ("replay", 25)):
+                p1, p2 = cpu_probe(), torch_probe()
+                rows.append((mode, time_block(prep.fns[mode], iters, prep.stream)[1], p1, p2))
+    gc.enable()
+    with open(path, "w") as fh:
+        json.dump(rows, fh)
+    print(f"TWO {len(rows)} blocks")
+
+
 if __name__ == "__main__":
+    if "--two" in sys.argv:
+        two_probes(sys.argv[sys.argv.index("--two") + 1])
+        sys.exit()
     if "--cpus" in sys.argv:
         cpus()
         sys.exit()

@@ -149,12 +149,23 @@ def change_status(change: Estimate, pct: float) -> str:
     return SAME
 
 
+# Note a change of the CPU's best speed between the runs beyond this (the probe's own spread is a few %).
+CPU_FLOOR_NOTE = 0.10
+
+
 def _environment_notes(current: BenchReport, baseline: BenchReport) -> list[str]:
     if not current.results or not baseline.results:
         return []
     now, then = current.results[0].environment, baseline.results[0].environment
-    return [
+    notes = [
         f"{key}: baseline {then.get(key)}, this run {now.get(key)}"
         for key in ENVIRONMENT_KEYS
         if key in now and key in then and now[key] != then[key]
     ]
+    cpu_now, cpu_then = current.results[0].cpu_load, baseline.results[0].cpu_load
+    if cpu_now and cpu_then and cpu_then.probe_floor_us > 0:
+        change = cpu_now.probe_floor_us / cpu_then.probe_floor_us - 1
+        if abs(change) > CPU_FLOOR_NOTE:
+            notes.append(f"the CPU ran {abs(change):.0%} {'slower' if change > 0 else 'faster'} at its best than during the "
+                         "baseline (pure-Python probe): eager times and speedups move with it, replay times hardly")
+    return notes
