@@ -45,7 +45,7 @@ def analyze_on_cpu(script: Script, warmup: int = 3) -> tuple[Trace, list[Finding
                     with cuda.paused(), tracer.iteration(i, "warmup", inputs=inputs):
                         script.call_step(state, inputs)
                 except Exception as exc:  # the user's step raised: report it, check what ran
-                    errors.append(_error("warmup", exc))
+                    errors.append(ErrorRecord.from_exception("warmup", exc))
                     break
     return trace, run_checks(trace), errors
 
@@ -55,13 +55,5 @@ def _phase(errors: list[ErrorRecord], phase: str, tracer: Any, cuda: Any, call: 
         with cuda.paused(), tracer.host_watch(phase):  # the tracer's call hook stands in for the mode
             return call()
     except Exception as exc:
-        errors.append(_error(phase, exc))
+        errors.append(ErrorRecord.from_exception(phase, exc))
         return None
-
-
-def _error(phase: str, exc: BaseException) -> ErrorRecord:
-    from cgtool.frames import user_frames_of_traceback
-
-    text = str(exc).strip()
-    return ErrorRecord(phase, type(exc).__name__, text.splitlines()[0] if text else type(exc).__name__,
-                       user_frames_of_traceback(exc.__traceback__))

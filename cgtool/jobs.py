@@ -73,11 +73,7 @@ def capture_job(job: dict[str, Any], progress: Progress) -> Report:
 
 
 def script_error(exc: ScriptRaised) -> ErrorRecord:
-    from cgtool.harness import cuda_error_name
-
-    text = str(exc.exc)
-    return ErrorRecord(exc.phase, type(exc.exc).__name__, text.strip().splitlines()[0] if text.strip() else "",
-                       user_frames_of_traceback(exc.exc.__traceback__), cuda_error_name(text))
+    return ErrorRecord.from_exception(exc.phase, exc.exc)
 
 
 def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progress: Progress) -> None:

@@ -53,6 +53,21 @@ class ErrorRecord:
     def user_frame(self) -> Frame | None:
         return self.frames[-1] if self.frames else None
 
+    @classmethod
+    def from_exception(cls, phase: str, exc: BaseException) -> ErrorRecord:
+        """The record of an exception raised while cgtool called the script. A broken script contract that
+        cgtool noticed while calling it (a CgtoolError, e.g. setup and inputs both returning `x`) is a
+        usage error (exit 2), not the script's exception."""
+        from cgtool.errors import CgtoolError
+        from cgtool.frames import user_frames_of_traceback
+        from cgtool.harness import cuda_error_name
+
+        if isinstance(exc, CgtoolError):
+            return cls(phase, "usage", exc.message)
+        text = str(exc).strip()
+        return cls(phase, type(exc).__name__, text.splitlines()[0] if text else type(exc).__name__,
+                   user_frames_of_traceback(exc.__traceback__), cuda_error_name(text))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "phase": self.phase,

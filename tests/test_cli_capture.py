@@ -140,3 +140,17 @@ def test_lint_named_entry_and_unwritable_output(run_cli, tmp_path):
     assert json.loads(r.stdout)["scripts"][0]["entry"] == "train_step"
     r = run_cli("lint", target, "-o", tmp_path / "missing" / "x.txt")
     assert r.returncode == 3 and "Cannot write --output" in r.stderr
+
+
+def test_setup_and_inputs_returning_one_name_is_a_contract_error(run_cli, tmp_path):
+    script = tmp_path / "clash.py"
+    script.write_text(
+        "import torch\n"
+        "def setup(device):\n    return {'x': torch.ones(2, device=device)}\n"
+        "def inputs(i, device):\n    return {'x': torch.ones(2, device=device)}\n"
+        "def step(x):\n    return x * 2\n")
+    r = run_cli("capture", script, "--out", tmp_path / "out")
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "warmup failed: setup and inputs both return the argument(s) ['x']" in r.stdout
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["errors"][0]["type"] == "usage" and report["errors"][0]["phase"] == "warmup"

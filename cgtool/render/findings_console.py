@@ -29,8 +29,8 @@ def render_errors(errors: list[ErrorRecord], out: Console) -> None:
         if frame is not None:
             where = f" at {frame.file}:{frame.line} in {frame.function}()"
         cuda = f" [{e.cuda_error}]" if e.cuda_error else ""
-        out.print(f"[bold red]{escape(e.phase)} failed{escape(where)}:[/] {escape(e.type)}{escape(cuda)}: "
-                  f"{escape(e.message)}", soft_wrap=True)
+        kind = "" if e.type == "usage" else f"{e.type}{cuda}: "  # a broken script contract: the message says it
+        out.print(f"[bold red]{escape(e.phase)} failed{escape(where)}:[/] {escape(kind)}{escape(e.message)}", soft_wrap=True)
         for fr in e.frames:
             out.print(f'  File "{escape(fr.file)}", line {fr.line}, in {escape(fr.function)}', style="dim",
                       soft_wrap=True)
