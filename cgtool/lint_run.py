@@ -91,7 +91,7 @@ def script_result(path: str, report: Report, opts: LintOptions) -> ScriptResult:
             continue  # a failed capture is a finding (CG501 or the root cause), not a script error
         frame = e.user_frame
         where = f" at {os.path.relpath(frame.file)}:{frame.line}" if frame else ""
-        errors.append(f"{e.phase} failed{where}: {e.type}: {e.message}")
+        errors.append(f"{e.phase} failed{where}: {e.label}{e.message}")
     skipped: list[str] = []
     reason = ""
     if report.device != "cuda":

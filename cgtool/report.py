@@ -53,6 +53,14 @@ class ErrorRecord:
     def user_frame(self) -> Frame | None:
         return self.frames[-1] if self.frames else None
 
+    @property
+    def label(self) -> str:
+        """What goes before the message: `RuntimeError [cudaErrorX]: `; nothing for a broken script
+        contract (type usage), whose message says it all."""
+        if self.type == "usage":
+            return ""
+        return f"{self.type}{f' [{self.cuda_error}]' if self.cuda_error else ''}: "
+
     @classmethod
     def from_exception(cls, phase: str, exc: BaseException) -> ErrorRecord:
         """The record of an exception raised while cgtool called the script. A broken script contract that

@@ -28,9 +28,7 @@ def render_errors(errors: list[ErrorRecord], out: Console) -> None:
         frame = e.user_frame
         if frame is not None:
             where = f" at {frame.file}:{frame.line} in {frame.function}()"
-        cuda = f" [{e.cuda_error}]" if e.cuda_error else ""
-        kind = "" if e.type == "usage" else f"{e.type}{cuda}: "  # a broken script contract: the message says it
-        out.print(f"[bold red]{escape(e.phase)} failed{escape(where)}:[/] {escape(kind)}{escape(e.message)}", soft_wrap=True)
+        out.print(f"[bold red]{escape(e.phase)} failed{escape(where)}:[/] {escape(e.label)}{escape(e.message)}", soft_wrap=True)
         for fr in e.frames:
             out.print(f'  File "{escape(fr.file)}", line {fr.line}, in {escape(fr.function)}', style="dim",
                       soft_wrap=True)
