@@ -22,7 +22,7 @@ sys.path.insert(0, ROOT)
 
 import torch  # noqa: E402
 
-from cgtool.tracer_modes import Tracer  # noqa: E402
+from cgtool.trace.tracer import Tracer  # noqa: E402
 
 
 def load_sample():

@@ -23,8 +23,8 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from cgtool.checks import run_checks  # noqa: E402
-from cgtool.cuda_standins import cuda_standins, run_on_cpu  # noqa: E402
-from cgtool.tracer_modes import Tracer  # noqa: E402
+from cgtool.trace.standins import cuda_standins, run_on_cpu  # noqa: E402
+from cgtool.trace.tracer import Tracer  # noqa: E402
 
 
 class Block(nn.Module):

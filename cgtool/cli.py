@@ -8,7 +8,7 @@ import click
 
 from cgtool import __version__
 from cgtool.commands import COMMANDS
-from cgtool.errors import EXIT_USAGE, CgtoolError
+from cgtool.errors import CgtoolError, ExitCode
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -39,10 +39,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         print_error("Interrupted.")
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
-        sys.exit(EXIT_USAGE if exc.exit_code == 2 else exc.exit_code)
+        sys.exit(ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

@@ -1,18 +1,31 @@
-"""The one error type a user can cause, and the exit codes cgtool documents."""
+"""The one error type a user can cause, and the exit codes cgtool documents (ExitCode)."""
 
 from __future__ import annotations
 
-EXIT_OK = 0  # captured (or analysed) and clean
-EXIT_PROBLEMS = 1  # problems found: error findings, failed capture, replay mismatch, regression
-EXIT_USAGE = 2  # usage or input error: bad arguments, missing file, unreadable script or DOT
-EXIT_ENVIRONMENT = 3  # environment: no CUDA device, missing dependency, unwritable output
-EXIT_WORKER = 4  # the worker process crashed, hung past --timeout, or was interrupted
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    """Every exit status cgtool uses; commands pick one, `cli.main` turns it into the process's exit."""
+
+    #: captured (or analysed) and clean; for `dot`, the summary was shown
+    OK = 0
+    #: problems found: error findings, failed capture, replay mismatch, regression, `--fail-on-growth`
+    PROBLEMS = 1
+    #: usage or input error: bad arguments, missing file, unreadable script, DOT or report
+    USAGE = 2
+    #: environment: no CUDA device, missing dependency, unwritable output, a full or closed stdout
+    ENVIRONMENT = 3
+    #: the worker process crashed or hung past --timeout
+    WORKER = 4
+    #: interrupted (Ctrl-C, SIGINT), as shells report it (128 + SIGINT)
+    INTERRUPTED = 130
 
 
 class CgtoolError(Exception):
     """A failure the user can fix; the CLI prints the message and exits with exit_code."""
 
-    def __init__(self, message: str, exit_code: int = EXIT_USAGE) -> None:
+    def __init__(self, message: str, exit_code: ExitCode = ExitCode.USAGE) -> None:
         super().__init__(message)
         self.message = message
-        self.exit_code = exit_code
+        self.exit_code = ExitCode(exit_code)

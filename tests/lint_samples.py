@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from cgtool.lint_result import ERROR, LintResult, ScriptResult
-from cgtool.rules import RULES, finding
+from cgtool.model.lint_result import ERROR, LintResult, ScriptResult
+from cgtool.model.rules import GPU_ONLY_RULES, finding
 
-GPU_ONLY = [r.id for r in RULES if r.needs_gpu]
+GPU_ONLY = list(GPU_ONLY_RULES)
 NO_CUDA = "no CUDA device: these rules need a captured graph"
 
 ITEM_SYNC = "samples/hazards/item_sync.py"

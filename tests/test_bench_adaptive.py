@@ -7,6 +7,7 @@ import math
 import random
 
 import pytest
+from conftest import FakeClock
 
 from cgtool.bench.adaptive import (
     BUDGET,
@@ -15,12 +16,11 @@ from cgtool.bench.adaptive import (
     ITERATIONS,
     AdaptiveResult,
     Block,
-    Progress,
+    RoundStatus,
     round_order,
     run_rounds,
 )
 from cgtool.bench.result import BenchResult
-from conftest import FakeClock
 
 
 class SyntheticGpu:
@@ -116,14 +116,14 @@ def test_alternating_rounds_cancel_linear_drift() -> None:
 
 def test_progress_is_reported_every_round() -> None:
     clock = FakeClock()
-    seen: list[Progress] = []
+    seen: list[RoundStatus] = []
     result = run_rounds(SyntheticGpu(clock, {"eager": 690.0, "replay": 86.0}, 0.02), clock=clock, on_progress=seen.append)
     assert [p.rounds for p in seen] == list(range(1, result.rounds + 1))
     assert math.isinf(seen[0].worst_rel_ci)  # one sample per mode: no CI yet
     assert 0 <= seen[0].fraction < seen[-1].fraction <= 1
     assert seen[-1].worst_rel_ci <= 0.01 and seen[-1].fraction == 1.0
-    assert Progress.from_json(json.loads(json.dumps(seen[0].to_json()))) == seen[0]
-    assert Progress.from_json(json.loads(json.dumps(seen[-1].to_json()))) == seen[-1]
+    assert RoundStatus.from_json(json.loads(json.dumps(seen[0].to_json()))) == seen[0]
+    assert RoundStatus.from_json(json.loads(json.dumps(seen[-1].to_json()))) == seen[-1]
 
 
 def test_adaptive_result_json_round_trip() -> None:

@@ -15,7 +15,8 @@ from cgtool.bench.compare import FASTER, REGRESSED, SAME, SLOWER, Comparison, co
 from cgtool.bench.result import BenchReport, BenchResult, Estimate, read_bench_report
 from cgtool.bench.stats import Stats
 from cgtool.errors import CgtoolError
-from cgtool.report import ErrorRecord, Frame
+from cgtool.model.frame import Frame
+from cgtool.model.report import ErrorRecord
 
 H100 = {"gpu": "NVIDIA H100 80GB HBM3", "driver": "13.0", "torch": "2.11.0"}
 

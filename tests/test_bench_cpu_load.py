@@ -8,6 +8,7 @@ import json
 import math
 import random
 
+from conftest import FakeClock
 from rich.console import Console
 
 from cgtool.bench.adaptive import BUDGET, CONVERGED, Block, run_rounds
@@ -15,7 +16,6 @@ from cgtool.bench.cpu_load import QUIET_FACTOR, CpuLoad, cpu_probe, quiet, quiet
 from cgtool.bench.result import BenchReport, BenchResult
 from cgtool.bench.stats import speedup_ci
 from cgtool.render.bench import load_line, render_bench
-from conftest import FakeClock
 
 EAGER_US, REPLAY_US = 560.0, 201.0
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from rich.console import Console
 
-from cgtool.bench.adaptive import BUDGET, CONVERGED, ITERATIONS, Progress
+from cgtool.bench.adaptive import BUDGET, CONVERGED, ITERATIONS, RoundStatus
 from cgtool.bench.compare import REGRESSED, SAME, Comparison, SizeChange
 from cgtool.bench.result import BenchReport, BenchResult, Estimate, ModeResult
 from cgtool.bench.stats import Stats
@@ -118,7 +118,7 @@ def test_quiet_prints_only_the_verdict() -> None:
 
 
 def test_progress_text_and_formats() -> None:
-    p = Progress(12, 3.2, 10.0, 1200, 1_000_000, 0.023, 0.01)
+    p = RoundStatus(12, 3.2, 10.0, 1200, 1_000_000, 0.023, 0.01)
     assert progress_text(p) == "round 12 · 1,200 iterations · CI ±2.3% (target ±1.0%) · 3.2 / 10 s"
     assert "CI pending" in progress_text(replace(p, worst_rel_ci=float("inf")))
     assert (fmt_x(8.04), fmt_x(1.034), fmt_x(float("inf"))) == ("8.0×", "1.03×", "∞×")

@@ -162,7 +162,7 @@ def test_batch_medians_and_their_ci() -> None:
     import math
     import random
 
-    from cgtool.bench.stats import batch_medians, batch_rel_ci, batch_ratio_ci
+    from cgtool.bench.stats import batch_medians, batch_ratio_ci, batch_rel_ci
 
     assert batch_medians([1.0] * 23) == [] and batch_rel_ci([1.0] * 23) == math.inf
     assert batch_medians(list(range(24))) == [1.0, 4.0, 7.0, 10.0, 13.0, 16.0, 19.0, 22.0]

@@ -12,13 +12,16 @@ from expect_markers import markers
 
 pytest.importorskip("torch")
 
-from cgtool.analyze_cpu import CPU_BLIND_RULES, analyze_on_cpu  # noqa: E402
 from cgtool.checks import CHECKS, run_checks  # noqa: E402
 from cgtool.checks.shapes import _separating_branch  # noqa: E402
-from cgtool.findings import CATEGORIES  # noqa: E402
-from cgtool.rules import RULE_BY_ID  # noqa: E402
-from cgtool.script import load_script  # noqa: E402
-from cgtool.trace import Iteration, OpRecord, StreamEvent, Trace  # noqa: E402
+from cgtool.model.finding import CATEGORIES  # noqa: E402
+from cgtool.model.rules import (
+    GPU_ONLY_RULES,  # noqa: E402
+    RULE_BY_ID,  # noqa: E402
+)
+from cgtool.model.trace import Iteration, OpRecord, StreamEvent, Trace  # noqa: E402
+from cgtool.pipeline.cpu_analysis import analyze_on_cpu  # noqa: E402
+from cgtool.script.contract import load_script  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAZARDS = sorted(glob.glob(os.path.join(ROOT, "samples", "hazards", "*.py")))
@@ -55,7 +58,7 @@ def test_expected_lines_are_found(path):
     expected = expectations(path)
     assert expected, f"{path} marks no `# expect:` line"
     for file, line, rule in expected:
-        if rule in CPU_BLIND_RULES and rule != "CG201":
+        if rule in GPU_ONLY_RULES and rule != "CG201":
             continue  # only the GPU run can establish it; test_no_error_is_invented covers the CPU run
         hits = [f for f in findings if f.rule == rule and f.file == file and f.line == line]
         assert hits, f"{rule} expected at {os.path.basename(file)}:{line}; found:\n{_short(findings)}"
@@ -102,7 +105,7 @@ def test_checks_run_on_a_reloaded_trace():
 
 
 def test_run_checks_dedupes_and_skips():
-    from cgtool.rules import finding
+    from cgtool.model.rules import finding
 
     def twice(trace: Trace) -> list:
         return [finding("CG101", file="a.py", line=3), finding("CG101", "again", file="a.py", line=3)]
@@ -116,7 +119,7 @@ def test_run_checks_dedupes_and_skips():
 # ---- streams on hand-made traces ---------------------------------------------------------------
 
 def _stream_trace(events: list[tuple[str, int | None, int | None, int]], op_streams: list[int]) -> Trace:
-    from cgtool.report import Frame
+    from cgtool.model.frame import Frame
 
     frames = [Frame("/u/step.py", n, "step", f"line {n}") for n in range(1, 20)]
     ops = [OpRecord("aten", "aten.add", ((2,),), ("float32",), ("cpu",), frame=10 + k, stream=s)
@@ -157,7 +160,7 @@ def test_work_on_unforked_and_default_streams():
 
 
 def test_gpu_capture_uses_the_capturing_flag():
-    from cgtool.report import Frame
+    from cgtool.model.frame import Frame
 
     ops = [OpRecord("aten", "aten.mm", frame=0, stream=7, capturing=True),
            OpRecord("aten", "aten.copy_", frame=0, stream=0, capturing=False)]

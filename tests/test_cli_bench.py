@@ -5,7 +5,6 @@ import os
 
 import pytest
 import torch
-
 from conftest import ROOT
 
 MLP = os.path.join(ROOT, "samples", "mlp_inference.py")

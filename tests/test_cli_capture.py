@@ -5,7 +5,6 @@ import os
 
 import pytest
 import torch
-
 from conftest import DATA, ROOT
 
 SCRIPTS = os.path.join(DATA, "scripts")

@@ -7,7 +7,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from cgtool.cuda_standins import CAPTURE_STREAM, DEFAULT_STREAM, cuda_standins  # noqa: E402
+from cgtool.trace.standins import CAPTURE_STREAM, DEFAULT_STREAM, cuda_standins  # noqa: E402
 
 PATCHED = ["is_available", "device_count", "Stream", "Event", "stream", "current_stream", "default_stream",
            "synchronize", "set_stream", "get_device_name", "get_device_properties"]

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from cgtool.errors import EXIT_ENVIRONMENT, EXIT_USAGE, CgtoolError
+from cgtool.errors import CgtoolError, ExitCode
 from cgtool.graph.cgtool_dot import read_cgtool_dot
 from cgtool.graph.dotfile import parse_dot
 from cgtool.graph.driver_dot import read_driver_dot
 from cgtool.graph.graph_file import read_graph_file
 from cgtool.graph.model import Graph, GraphNode
+from cgtool.model.report import CAPTURED, Report
 from cgtool.render.dot import PALETTE, graph_to_dot, render_file, render_source
-from cgtool.report import CAPTURED, Report
 
 DATA = Path(os.path.dirname(__file__)) / "data"
 FIXTURES = ["mlp20_inference.dot", "multistream_memcpy.dot", "kinds_all.dot", "kinds_flags0.dot", "if_else_unknown.dot"]
@@ -86,7 +86,7 @@ def test_max_nodes_cuts_the_picture_and_the_file_says_so():
     assert dot.source.count("cg_kind=") == 3 and "… 3 more nodes not drawn (--max-nodes 3)" in dot.source
     with pytest.raises(CgtoolError, match="--max-nodes") as err:
         read_back(dot.source)
-    assert err.value.exit_code == EXIT_USAGE
+    assert err.value.exit_code == ExitCode.USAGE
 
 
 def test_odd_characters_in_names_and_attrs_survive():
@@ -111,14 +111,14 @@ def test_render_dot_text_and_bad_extension(tmp_path):
     assert (tmp_path / "g.dot").read_text() == src
     with pytest.raises(CgtoolError, match=r"\.svg, \.png, \.pdf or \.dot") as err:
         render_file(src, str(tmp_path / "g.jpeg"))
-    assert err.value.exit_code == EXIT_USAGE
+    assert err.value.exit_code == ExitCode.USAGE
 
 
 def test_missing_dot_program_names_the_install_command(monkeypatch):
     monkeypatch.setenv("PATH", "")
     with pytest.raises(CgtoolError) as err:
         render_source("digraph { a }", "svg")
-    assert err.value.exit_code == EXIT_ENVIRONMENT
+    assert err.value.exit_code == ExitCode.ENVIRONMENT
     assert "apt-get install graphviz" in err.value.message and "brew install graphviz" in err.value.message
 
 
@@ -149,7 +149,7 @@ def test_read_graph_file_errors(tmp_path, content, words):
     path.write_text(content)
     with pytest.raises(CgtoolError, match=words) as err:
         read_graph_file(path)
-    assert err.value.exit_code == EXIT_USAGE
+    assert err.value.exit_code == ExitCode.USAGE
 
 
 def test_report_without_a_graph_binary_and_missing_files(tmp_path):

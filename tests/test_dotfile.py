@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from cgtool.errors import EXIT_USAGE, CgtoolError
+from cgtool.errors import CgtoolError, ExitCode
 from cgtool.graph.dotfile import parse_dot, unquote
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
@@ -94,7 +94,7 @@ def test_unquote_only_resolves_dot_escapes():
 def test_errors_name_the_line(text, line, words):
     with pytest.raises(CgtoolError) as err:
         parse_dot(text, "in.dot")
-    assert err.value.exit_code == EXIT_USAGE
+    assert err.value.exit_code == ExitCode.USAGE
     assert err.value.message.startswith(f"in.dot:{line}: ")
     assert words in err.value.message
 

@@ -2,9 +2,9 @@ import textwrap
 
 import pytest
 
-from cgtool.errors import EXIT_USAGE, CgtoolError
-from cgtool.lint_config import LintConfig, find_pyproject, load_config
-from cgtool.lint_filter import (
+from cgtool.errors import CgtoolError, ExitCode
+from cgtool.lint.config import LintConfig, find_pyproject, load_config
+from cgtool.lint.filter import (
     filter_findings,
     is_suppressed,
     normalize_patterns,
@@ -13,7 +13,7 @@ from cgtool.lint_filter import (
     rule_enabled,
     select_findings,
 )
-from cgtool.rules import finding
+from cgtool.model.rules import finding
 
 SCRIPT = "samples/hazards/mixed.py"
 FINDINGS = [
@@ -55,7 +55,7 @@ def test_normalize_patterns_upper_cases_and_rejects_unknown():
     assert normalize_patterns([" cg1", "CG201"], "--select") == ("CG1", "CG201")
     with pytest.raises(CgtoolError) as exc:
         normalize_patterns(["CG999"], "--ignore")
-    assert exc.value.exit_code == EXIT_USAGE
+    assert exc.value.exit_code == ExitCode.USAGE
     assert "--ignore" in exc.value.message and "CG999" in exc.value.message
     with pytest.raises(CgtoolError):
         normalize_patterns([""], "--select")
@@ -211,7 +211,7 @@ def test_bad_values_name_the_file_and_key(tmp_path, body, key):
     pyproject = write(tmp_path / "pyproject.toml", f"[tool.cgtool]\n{body}\n")
     with pytest.raises(CgtoolError) as exc:
         load_config(tmp_path)
-    assert exc.value.exit_code == EXIT_USAGE
+    assert exc.value.exit_code == ExitCode.USAGE
     assert str(pyproject.resolve()) in exc.value.message
     assert key in exc.value.message
 
@@ -226,5 +226,5 @@ def test_invalid_toml_names_the_file(tmp_path):
     pyproject = write(tmp_path / "pyproject.toml", "[tool.cgtool\nselect = [\n")
     with pytest.raises(CgtoolError) as exc:
         load_config(tmp_path)
-    assert exc.value.exit_code == EXIT_USAGE
+    assert exc.value.exit_code == ExitCode.USAGE
     assert str(pyproject.resolve()) in exc.value.message and "TOML" in exc.value.message

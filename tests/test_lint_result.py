@@ -1,12 +1,12 @@
 import json
 
 import pytest
-
-from cgtool.errors import EXIT_OK, EXIT_PROBLEMS
-from cgtool.lint_result import ANALYSED, ERROR, LINT_SCHEMA_VERSION, LintResult, ScriptResult
-from cgtool.render.json_out import render_json
-from cgtool.rules import finding
 from lint_samples import BROKEN, GPU_ONLY, ITEM_SYNC, NO_CUDA, cpu_result, cuda_result, warnings_only_result
+
+from cgtool.errors import ExitCode
+from cgtool.model.lint_result import ANALYSED, ERROR, LINT_SCHEMA_VERSION, LintResult, ScriptResult
+from cgtool.model.rules import finding
+from cgtool.render.json_out import render_json
 
 
 def test_counts_and_exit_code_of_a_cpu_run():
@@ -14,7 +14,7 @@ def test_counts_and_exit_code_of_a_cpu_run():
     assert r.error_count == 3
     assert r.warning_count == 0
     assert [s.path for s in r.failed_scripts] == [BROKEN]
-    assert r.exit_code == EXIT_PROBLEMS
+    assert r.exit_code == ExitCode.PROBLEMS
 
 
 def test_findings_come_with_their_script():
@@ -26,28 +26,28 @@ def test_findings_come_with_their_script():
 def test_warnings_alone_pass():
     r = warnings_only_result()
     assert r.warning_count == 1 and r.error_count == 0
-    assert r.exit_code == EXIT_OK
+    assert r.exit_code == ExitCode.OK
 
 
 def test_empty_run_passes():
-    assert LintResult().exit_code == EXIT_OK
+    assert LintResult().exit_code == ExitCode.OK
 
 
 def test_a_script_that_could_not_be_analysed_fails_the_run():
     r = LintResult([ScriptResult("samples/a.py"), ScriptResult("samples/b.py", status=ERROR)])
     assert r.error_count == 0
-    assert r.exit_code == EXIT_PROBLEMS
+    assert r.exit_code == ExitCode.PROBLEMS
 
 
 def test_errors_listed_fail_even_when_status_says_analysed():
     s = ScriptResult("samples/a.py", status=ANALYSED, errors=["worker timed out after 60 s"])
     assert s.failed
-    assert LintResult([s]).exit_code == EXIT_PROBLEMS
+    assert LintResult([s]).exit_code == ExitCode.PROBLEMS
 
 
 def test_an_error_finding_with_severity_lowered_passes():
     s = ScriptResult(ITEM_SYNC, findings=[finding("CG101", file=ITEM_SYNC, line=14, severity="warning")])
-    assert LintResult([s]).exit_code == EXIT_OK
+    assert LintResult([s]).exit_code == ExitCode.OK
 
 
 def test_skipped_rules_are_the_sorted_union_with_a_reason():

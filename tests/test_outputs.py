@@ -3,12 +3,12 @@ import os
 import shutil
 
 import pytest
+from test_report import sample_graph
 
 from cgtool.errors import CgtoolError
 from cgtool.graph.graph_file import read_graph_file
-from cgtool.outputs import prepare_out_dir, write_outputs
-from cgtool.report import Report
-from test_report import sample_graph
+from cgtool.model.report import Report
+from cgtool.render.outputs import prepare_out_dir, write_outputs
 
 
 def test_write_outputs_writes_every_file_atomically(tmp_path):

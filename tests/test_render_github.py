@@ -1,11 +1,11 @@
 import re
 
 import pytest
-
-from cgtool.lint_result import LintResult, ScriptResult
-from cgtool.render.github import escape_data, escape_property, render_github, workflow_command
-from cgtool.rules import finding
 from lint_samples import BROKEN, GPU_ONLY, ITEM_SYNC, SIDE_STREAM, cpu_result, cuda_result
+
+from cgtool.model.lint_result import LintResult, ScriptResult
+from cgtool.model.rules import finding
+from cgtool.render.github import escape_data, escape_property, render_github, workflow_command
 
 COMMAND = re.compile(r"^::(?P<cmd>[a-z]+)(?: (?P<props>[^:]*))?::(?P<msg>.*)$")
 

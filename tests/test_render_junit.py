@@ -1,9 +1,10 @@
 import xml.etree.ElementTree as ET
 
-from cgtool.lint_result import LintResult, ScriptResult
-from cgtool.render.junit import render_junit
-from cgtool.rules import RULE_BY_ID, finding
 from lint_samples import BROKEN, CLEAN, GPU_ONLY, ITEM_SYNC, MASK_INDEX, SIDE_STREAM, cpu_result, cuda_result
+
+from cgtool.model.lint_result import LintResult, ScriptResult
+from cgtool.model.rules import RULE_BY_ID, finding
+from cgtool.render.junit import render_junit
 
 
 def parse(result: LintResult, **kwargs) -> ET.Element:
@@ -24,7 +25,7 @@ def test_one_suite_with_a_case_per_script_and_per_skipped_rule():
     assert suite.get("name") == "cgtool lint"
     scripts = [c.get("name") for c in suite.findall("testcase") if c.get("classname") == "cgtool.lint"]
     assert scripts == [ITEM_SYNC, MASK_INDEX, CLEAN, BROKEN]
-    skipped = [c for c in suite.findall("testcase") if c.get("classname") == "cgtool.rules"]
+    skipped = [c for c in suite.findall("testcase") if c.get("classname") == "cgtool.model.rules"]
     assert [c.get("name").split()[0] for c in skipped] == sorted(GPU_ONLY)
     expected = {"tests": str(4 + len(GPU_ONLY)), "failures": "2", "errors": "1", "skipped": str(len(GPU_ONLY))}
     for element in (root, suite):

@@ -6,10 +6,11 @@ import pytest
 
 jsonschema = pytest.importorskip("jsonschema")  # not on every machine the GPU tests run on
 
-from cgtool.lint_result import LintResult, ScriptResult
-from cgtool.render.sarif import RULES_DOC_URL, SRCROOT, render_sarif, rule_help_uri, sarif_log
-from cgtool.rules import RULES, finding
 from lint_samples import BROKEN, GPU_ONLY, ITEM_SYNC, MASK_INDEX, SIDE_STREAM, cpu_result, cuda_result
+
+from cgtool.model.lint_result import LintResult, ScriptResult
+from cgtool.model.rules import RULES, finding
+from cgtool.render.sarif import RULES_DOC_URL, SRCROOT, render_sarif, rule_help_uri, sarif_log
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text())

@@ -1,7 +1,8 @@
-from cgtool.lint_result import LintResult, ScriptResult
-from cgtool.render.text import render_text, summary_line
-from cgtool.rules import RULE_BY_ID, finding
 from lint_samples import BROKEN, GPU_ONLY, ITEM_SYNC, MASK_INDEX, SIDE_STREAM, cpu_result, cuda_result
+
+from cgtool.model.lint_result import LintResult, ScriptResult
+from cgtool.model.rules import RULE_BY_ID, finding
+from cgtool.render.text import render_text, summary_line
 
 
 def test_each_finding_shows_location_rule_source_and_fix():

@@ -1,8 +1,9 @@
 import json
 
-from cgtool.findings import Finding
 from cgtool.graph.model import Graph, GraphNode
-from cgtool.report import ErrorRecord, Frame, ReplayCheck, Report, TensorDiff, Timings
+from cgtool.model.finding import Finding
+from cgtool.model.frame import Frame
+from cgtool.model.report import ErrorRecord, ReplayCheck, Report, TensorDiff, Timings
 
 
 def sample_graph() -> Graph:
@@ -53,7 +54,7 @@ def test_unsupported_schema_rejected():
 
 def test_capture_failure_translation():
     from cgtool.checks.capture import check_capture_failure
-    from cgtool.rules import finding
+    from cgtool.model.rules import finding
 
     fr = (Frame("/x/s.py", 7, "step", "y = conv(x)"),)
     lazy = ErrorRecord("capture", "RuntimeError", "Capturing cudnnFind is prohibited. Possible causes ...", fr)

@@ -2,11 +2,10 @@ import os
 
 import pytest
 import torch
+from conftest import DATA, ROOT
 
 from cgtool.errors import CgtoolError
-from cgtool.script import Args, ScriptRaised, load_script, parse_target
-
-from conftest import DATA, ROOT
+from cgtool.script.contract import Args, ScriptRaised, load_script, parse_target
 
 SCRIPTS = os.path.join(DATA, "scripts")
 

@@ -9,8 +9,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from cgtool.trace import ATEN, CALL, Trace  # noqa: E402
-from cgtool.tracer_modes import Tracer  # noqa: E402
+from cgtool.model.trace import ATEN, CALL, Trace  # noqa: E402
+from cgtool.trace.tracer import Tracer  # noqa: E402
 
 THIS = __file__.removesuffix("c")
 
@@ -149,7 +149,7 @@ def test_a_tracer_failure_never_changes_results(monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("tracer bug")
 
-    monkeypatch.setattr(tracer, "_on_aten", broken)
+    monkeypatch.setattr(tracer, "on_aten", broken)
     with tracer:
         with tracer.iteration(0):
             got = (x @ x).relu().sum()
@@ -247,7 +247,7 @@ def test_gpu_clean_samples_capture_without_errors(sample):
 
 def test_inputs_made_inside_an_iteration_are_not_the_steps(tmp_path):
     """A harness may call inputs(i) inside tracer.iteration(i): those ops are left out."""
-    from cgtool.script import load_script
+    from cgtool.script.contract import load_script
 
     path = tmp_path / "s.py"
     path.write_text("import torch\n"

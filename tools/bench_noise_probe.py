@@ -57,12 +57,12 @@ def facts() -> None:
 def prepared():
     import torch
 
-    from cgtool.bench.run import prepare
-    from cgtool.script import load_script
-    from cgtool.worker import Progress
+    from cgtool.bench.measure import prepare
+    from cgtool.script.contract import load_script
+    from cgtool.model.phase_log import PhaseLog
 
     torch.cuda.init()
-    prep = prepare(load_script(SAMPLE), None, {"warmup": 3}, Progress(None))
+    prep = prepare(load_script(SAMPLE), None, {"warmup": 3}, PhaseLog())
     return prep
 
 
@@ -201,11 +201,11 @@ def ab() -> None:
 
 def dump(path: str, budget_s: float = 10.0, target: float = 0.01) -> None:
     """One measurement as `cgtool bench` takes it (bench.run.measure), every block and probe written to `path`."""
+    from cgtool.bench.measure import measure
     from cgtool.bench.result import BenchResult
-    from cgtool.bench.run import measure
-    from cgtool.worker import Progress
+    from cgtool.model.phase_log import PhaseLog
 
-    rounds = measure(prepared(), {"budget_s": budget_s, "target": target}, Progress(None))
+    rounds = measure(prepared(), {"budget_s": budget_s, "target": target}, PhaseLog())
     r = BenchResult.from_rounds(rounds, script=SAMPLE, entry="step")
     with open(path, "w") as fh:
         json.dump(rounds.to_json(), fh)

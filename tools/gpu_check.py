@@ -52,7 +52,7 @@ def section_tests() -> None:
 
 def section_capture() -> None:
     from cgtool.graph.driver_dot import read_driver_dot
-    from cgtool.report import Report
+    from cgtool.model.report import Report
 
     for name in SAMPLES:
         out = os.path.join(WORK, "capture", name)

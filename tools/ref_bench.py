@@ -74,21 +74,21 @@ def same_process(path: str, turns: int = 15) -> dict:
     import torch
 
     sys.path.insert(0, __file__.rsplit("/tools/", 1)[0])
+    from cgtool.bench.measure import measure, prepare
     from cgtool.bench.result import BenchResult
-    from cgtool.bench.run import measure, prepare
-    from cgtool.script import load_script
-    from cgtool.worker import Progress
+    from cgtool.script.contract import load_script
+    from cgtool.model.phase_log import PhaseLog
 
     script = load_script(path)
     settings = {"warmup": 3, "budget_s": 0.4, "min_time_s": 0.0, "target": 0.01}  # short turns: same conditions
     torch.cuda.init()
-    prep = prepare(script, None, settings, Progress(None))
+    prep = prepare(script, None, settings, PhaseLog())
     eager_fn, replay_fn = prep.fns["eager"], prep.fns["replay"]
 
     rows = []
     with torch.cuda.stream(prep.stream):
         for _ in range(turns):
-            rounds = measure(prep, settings, Progress(None))
+            rounds = measure(prep, settings, PhaseLog())
             r = BenchResult.from_rounds(rounds, script=path, entry="step")
             every = statistics.median(rounds.samples["eager"]["gpu"]) / statistics.median(rounds.samples["replay"]["gpu"])
             e = [loop_us(eager_fn, 20) for _ in range(5)]

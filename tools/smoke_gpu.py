@@ -1,15 +1,19 @@
 """Early GPU smoke test of the capture pipeline without the CLI (run on the GPU machine)."""
-import json, sys, tempfile, time
+import json
+import sys
+import tempfile
+import time
+
 sys.path.insert(0, ".")
-from cgtool.jobs import capture_job
-from cgtool.worker import Progress
+from cgtool.pipeline.capture_job import capture_job
+from cgtool.model.job import Job
+from cgtool.model.phase_log import PhaseLog
 
 for path in sys.argv[1:]:
     with tempfile.TemporaryDirectory() as wd:
         t0 = time.perf_counter()
-        job = {"kind": "capture", "script": path, "entry": "step", "work_dir": wd,
-               "settings": {"warmup": 3, "capture_mode": "global", "checks": False}}
-        r = capture_job(job, Progress(None))
+        job = Job("capture", path, "step", {"warmup": 3, "capture_mode": "global", "checks": False}, work_dir=wd)
+        r = capture_job(job, PhaseLog())
         d = r.to_json()
         g = d.get("graph") or {}
         print(path, d["status"], "errors:", d["errors"], "counts:", json.dumps(g.get("counts", {}))[:400])
@@ -17,7 +21,8 @@ for path in sys.argv[1:]:
         print("  timings:", d["timings"], "settings:", d["settings"])
         if r.graph is not None:
             print("  first kernels:", [(n.name, n.launch) for n in r.graph.kernels[:3]])
-        import os, re
+        import os
+        import re
         dd = os.path.join(wd, "graph.driver.dot")
         if os.path.exists(dd):
             txt = open(dd).read()

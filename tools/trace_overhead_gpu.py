@@ -22,8 +22,8 @@ sys.path.insert(0, ROOT)
 def measure(path: str, rounds: int = 7) -> dict:
     import torch
 
-    from cgtool.gpu_trace import GpuAnalysis
-    from cgtool.script import load_script
+    from cgtool.pipeline.gpu_analysis import GpuAnalysis
+    from cgtool.script.contract import load_script
 
     script = load_script(path)
     dev = torch.device("cuda")

@@ -1,1 +1,1 @@
-"""`cgtool bench`: statistics, stopping rule, result records, comparison, plots (the GPU loop lives in the worker)."""
+"""`cgtool bench`: measurement, statistics, stopping rule, result records, comparison, plots (no worker, no jobs)."""

@@ -42,7 +42,7 @@ RoundSamples = Block | Mapping[str, Sequence[float]] | Sequence[float]
 
 
 @dataclass(frozen=True)
-class Progress:
+class RoundStatus:
     """Where measuring stands after a round; given to on_progress (and sent across the worker pipe via to_json)."""
 
     rounds: int
@@ -66,7 +66,7 @@ class Progress:
         return {**self.__dict__, "worst_rel_ci": worst}
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Progress:
+    def from_json(cls, d: dict[str, Any]) -> RoundStatus:
         worst = d.get("worst_rel_ci")
         return cls(**{**d, "worst_rel_ci": math.inf if worst is None else float(worst)})
 
@@ -130,7 +130,7 @@ def run_rounds(
     max_iterations: int = 1_000_000,
     confidence: float = 0.95,
     clock: Callable[[], float] = time.perf_counter,
-    on_progress: Callable[[Progress], None] | None = None,
+    on_progress: Callable[[RoundStatus], None] | None = None,
 ) -> AdaptiveResult:
     """Measure `modes` alternately, one block each per round, until a stopping condition holds after a round.
 
@@ -170,7 +170,7 @@ def run_rounds(
         now = clock()
         elapsed, last_round = now - start, now - round_start
         if on_progress is not None:
-            on_progress(Progress(rounds, elapsed, budget_s, min(iterations.values()), max_iterations, worst, target_rel_ci))
+            on_progress(RoundStatus(rounds, elapsed, budget_s, min(iterations.values()), max_iterations, worst, target_rel_ci))
         if target_rel_ci is not None and rounds >= min_rounds and elapsed >= min_time_s and worst <= target_rel_ci:
             stopped_by: str | None = CONVERGED
         elif max(iterations.values()) >= max_iterations:

@@ -12,7 +12,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from cgtool.bench.result import BenchReport
-from cgtool.errors import EXIT_ENVIRONMENT, EXIT_USAGE, CgtoolError
+from cgtool.errors import CgtoolError, ExitCode
 
 EAGER, REPLAY = "#d95f02", "#1b6ca8"  # orange and blue, distinguishable for the colour-blind
 WIDTH, HEIGHT = 760, 600
@@ -33,9 +33,9 @@ def sweep_series(report: BenchReport) -> tuple[list[int], list[Series], list[Ser
     """Sizes, the time series (top panel) and the speedup series (bottom panel) of a sweep."""
     results = sorted(report.results, key=lambda r: r.size or 0)
     if not results:
-        raise CgtoolError("Nothing to plot: the bench report has no results.", EXIT_USAGE)
+        raise CgtoolError("Nothing to plot: the bench report has no results.", ExitCode.USAGE)
     if any(r.size is None or r.size <= 0 for r in results):
-        raise CgtoolError("--plot draws times against size: run a sweep with --sizes (positive sizes).", EXIT_USAGE)
+        raise CgtoolError("--plot draws times against size: run a sweep with --sizes (positive sizes).", ExitCode.USAGE)
     sizes = [int(r.size or 0) for r in results]
     times = [
         Series("eager, wall", EAGER, False, [(s, r.eager.wall.median) for s, r in zip(sizes, results)]),
@@ -56,7 +56,7 @@ def plot_sweep(report: BenchReport, path: str | Path) -> Path:
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in (".svg", ".png"):
-        raise CgtoolError(f"--plot writes .svg or .png, not {p.name!r}.", EXIT_USAGE)
+        raise CgtoolError(f"--plot writes .svg or .png, not {p.name!r}.", ExitCode.USAGE)
     sizes, times, speedups = sweep_series(report)
     title = _title(report)
     try:
@@ -65,7 +65,7 @@ def plot_sweep(report: BenchReport, path: str | Path) -> Path:
         else:
             _write_png(p, title, sizes, times, speedups)
     except OSError as exc:
-        raise CgtoolError(f"Cannot write the plot to {p}: {exc.strerror or exc}", EXIT_ENVIRONMENT) from None
+        raise CgtoolError(f"Cannot write the plot to {p}: {exc.strerror or exc}", ExitCode.ENVIRONMENT) from None
     return p
 
 
@@ -193,7 +193,7 @@ def _write_png(path: Path, title: str, sizes: list[int], times: list[Series], sp
         from matplotlib.figure import Figure
         from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator
     except ImportError:
-        raise CgtoolError("A .png plot needs matplotlib: install matplotlib (pip install matplotlib) or use .svg.", EXIT_ENVIRONMENT) from None
+        raise CgtoolError("A .png plot needs matplotlib: install matplotlib (pip install matplotlib) or use .svg.", ExitCode.ENVIRONMENT) from None
     fig = Figure(figsize=(8.5, 6.5), dpi=150, layout="constrained")
     FigureCanvasAgg(fig)
     top, bottom = fig.subplots(2, 1, sharex=True)

@@ -23,8 +23,8 @@ from cgtool.bench.stats import (
     quantile,
     speedup_ci,
 )
-from cgtool.errors import EXIT_USAGE, CgtoolError
-from cgtool.report import ErrorRecord
+from cgtool.errors import CgtoolError, ExitCode
+from cgtool.model.report import ErrorRecord
 
 BENCH_SCHEMA_VERSION = 1
 BENCH_KIND = "cgtool-bench"  # tells a bench report from a capture report.json
@@ -332,10 +332,10 @@ def read_bench_report(path: str | Path) -> BenchReport:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise CgtoolError(f"No such file: {p}", EXIT_USAGE) from None
+        raise CgtoolError(f"No such file: {p}", ExitCode.USAGE) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CgtoolError(f"Cannot read bench report {p}: {exc}", EXIT_USAGE) from None
+        raise CgtoolError(f"Cannot read bench report {p}: {exc}", ExitCode.USAGE) from None
     try:
         return BenchReport.from_json(data)
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise CgtoolError(f"{p} is not a usable cgtool bench report: {exc}", EXIT_USAGE) from None
+        raise CgtoolError(f"{p} is not a usable cgtool bench report: {exc}", ExitCode.USAGE) from None

@@ -10,8 +10,8 @@ from cgtool.checks.rng import check_rng
 from cgtool.checks.shapes import check_control_flow, check_shapes
 from cgtool.checks.streams import check_streams
 from cgtool.checks.sync import check_sync
-from cgtool.findings import Finding
-from cgtool.trace import Trace
+from cgtool.model.finding import Finding
+from cgtool.model.trace import Trace
 
 Check = Callable[[Trace], list[Finding]]
 

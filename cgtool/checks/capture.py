@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from cgtool.findings import Finding
-from cgtool.report import ErrorRecord, Frame, Report
-from cgtool.rules import finding
+from cgtool.model.finding import Finding
+from cgtool.model.frame import Frame
+from cgtool.model.report import ErrorRecord, Report
+from cgtool.model.rules import finding
 
 
 def check_capture_failure(record: ErrorRecord, found: list[Finding]) -> list[Finding]:

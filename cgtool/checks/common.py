@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from cgtool.findings import Finding
-from cgtool.report import Frame
-from cgtool.rules import finding
-from cgtool.trace import Iteration, OpRecord, Trace
+from cgtool.model.finding import Finding
+from cgtool.model.frame import Frame
+from cgtool.model.rules import finding
+from cgtool.model.trace import Iteration, OpRecord, Trace
 
 
 def finding_at(trace: Trace, rule: str, frame: int, message: str, hint: str | None = None,

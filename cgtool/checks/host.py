@@ -10,11 +10,11 @@
 
 from __future__ import annotations
 
-from cgtool import op_roles as R
 from cgtool.checks.common import alignments, compared_iterations, finding_at
 from cgtool.checks.sync import is_optimizer_host_read
-from cgtool.findings import Finding
-from cgtool.trace import ATEN, CALL, OpRecord, Trace
+from cgtool.model.finding import Finding
+from cgtool.model.trace import ATEN, CALL, OpRecord, Trace
+from cgtool.trace import op_roles as R
 
 _PAGEABLE = ("capture fails: `Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU "
              "tensor is pinned`")

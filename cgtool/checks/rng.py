@@ -9,8 +9,8 @@ host work are fine and not reported.
 from __future__ import annotations
 
 from cgtool.checks.common import finding_at
-from cgtool.findings import Finding
-from cgtool.trace import Trace
+from cgtool.model.finding import Finding
+from cgtool.model.trace import Trace
 
 
 def check_rng(trace: Trace) -> list[Finding]:

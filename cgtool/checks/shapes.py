@@ -11,12 +11,12 @@ import ast
 import functools
 from typing import Iterable
 
-from cgtool import op_roles as R
 from cgtool.checks.common import Alignment, alignments, finding_at, finding_for, quote, user_ops
-from cgtool.frames import make_frame
-from cgtool.findings import Finding
-from cgtool.report import Frame
-from cgtool.trace import OpRecord, Trace
+from cgtool.model.finding import Finding
+from cgtool.model.frame import Frame
+from cgtool.model.trace import OpRecord, Trace
+from cgtool.script.frames import make_frame
+from cgtool.trace import op_roles as R
 
 _BRANCHES = (ast.If, ast.IfExp, ast.While, ast.For, ast.AsyncFor, ast.Try, ast.Match, ast.BoolOp,
              ast.comprehension)

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cgtool.checks.common import finding_at, quote
-from cgtool.findings import Finding
-from cgtool.trace import Iteration, StreamEvent, Trace
+from cgtool.model.finding import Finding
+from cgtool.model.trace import Iteration, StreamEvent, Trace
 
 
 @dataclass

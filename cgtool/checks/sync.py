@@ -7,10 +7,10 @@ called into torch, and named by the library function it happened in.
 
 from __future__ import annotations
 
-from cgtool import op_roles as R
 from cgtool.checks.common import finding_at
-from cgtool.findings import Finding
-from cgtool.trace import ATEN, CALL, SYNC_WARNING, OpRecord, Trace
+from cgtool.model.finding import Finding
+from cgtool.model.trace import ATEN, CALL, SYNC_WARNING, OpRecord, Trace
+from cgtool.trace import op_roles as R
 
 _SYNC_EVENTS = {
     "sync-device": "`torch.cuda.synchronize()` waits for the GPU",

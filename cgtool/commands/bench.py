@@ -66,13 +66,13 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     3 no CUDA device; 4 the worker crashed or timed out; 130 interrupted.
     """
     from cgtool.commands.common import make_job
-    from cgtool.errors import EXIT_USAGE, CgtoolError
+    from cgtool.errors import CgtoolError, ExitCode
 
     if fail_if_slower is not None and not baseline:
-        raise CgtoolError("--fail-if-slower needs --compare BASELINE.json", EXIT_USAGE)
+        raise CgtoolError("--fail-if-slower needs --compare BASELINE.json", ExitCode.USAGE)
     if plot_path and not plot_path.lower().endswith((".svg", ".png")):
-        raise CgtoolError(f"--plot takes a .svg or .png file, not {plot_path}", EXIT_USAGE)
-    from cgtool.outputs import check_writable_file
+        raise CgtoolError(f"--plot takes a .svg or .png file, not {plot_path}", ExitCode.USAGE)
+    from cgtool.render.outputs import check_writable_file
 
     for path, option in ((out_file, "--out"), (plot_path, "--plot")):
         if path:
@@ -92,16 +92,16 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     finish(report, outcome, base_report, fail_if_slower, plot_path, out_file, as_json, quiet)
 
 
-def _run(job: dict[str, Any], timeout: float, show: bool):
+def _run(job: Any, timeout: float, show: bool):
     from cgtool.bench.result import BenchReport
+    from cgtool.model.report import ErrorRecord
     from cgtool.render.console import console
-    from cgtool.report import ErrorRecord
-    from cgtool.worker import run_job
+    from cgtool.worker.client import run_job
 
     if show:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        from cgtool.bench.adaptive import Progress as RoundProgress
+        from cgtool.bench.adaptive import RoundStatus
         from cgtool.render.bench import progress_text
 
         with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
@@ -114,7 +114,7 @@ def _run(job: dict[str, Any], timeout: float, show: bool):
                     bar.update(task, description=f"{size}{event['phase']} {event.get('detail', '')}".strip(),
                                completed=0)
                 if event.get("progress"):
-                    p = RoundProgress.from_json(event["progress"])
+                    p = RoundStatus.from_json(event["progress"])
                     bar.update(task, description=size + progress_text(p), completed=p.fraction)
 
             outcome = run_job(job, timeout, on_event)
@@ -125,12 +125,12 @@ def _run(job: dict[str, Any], timeout: float, show: bool):
     from cgtool import __version__
 
     err = ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message)
-    return BenchReport((), dict(job["settings"]), (err,), __version__), outcome
+    return BenchReport((), dict(job.settings), (err,), __version__), outcome
 
 
 def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | None, plot_path: str | None,
            out_file: str | None, as_json: bool, quiet: bool) -> None:
-    from cgtool.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WORKER
+    from cgtool.errors import ExitCode
     from cgtool.render.bench import render_bench
     from cgtool.render.console import console
 
@@ -145,7 +145,7 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
     else:
         render_bench(report, console(), comparison, quiet=quiet)  # shown first: a file problem loses nothing
     if out_file:
-        from cgtool.outputs import atomic_write
+        from cgtool.render.outputs import atomic_write
 
         atomic_write(out_file, data)
     if plot_path and report.results:
@@ -153,16 +153,16 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
 
         plot_sweep(report, plot_path)
     if outcome.failure == "interrupted":
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     if outcome.failure is not None:
-        sys.exit(EXIT_WORKER)
+        sys.exit(ExitCode.WORKER)
     types = {e.type for e in report.errors}
     if "usage" in types:
-        sys.exit(EXIT_USAGE)
+        sys.exit(ExitCode.USAGE)
     if "environment" in types:
-        sys.exit(EXIT_ENVIRONMENT)
+        sys.exit(ExitCode.ENVIRONMENT)
     if report.errors or not report.results:
-        sys.exit(EXIT_PROBLEMS)
+        sys.exit(ExitCode.PROBLEMS)
     if comparison is not None and fail_if_slower is not None and comparison.regressed(fail_if_slower):
-        sys.exit(EXIT_PROBLEMS)
-    sys.exit(EXIT_OK)
+        sys.exit(ExitCode.PROBLEMS)
+    sys.exit(ExitCode.OK)

@@ -9,8 +9,7 @@ import tempfile
 
 import click
 
-from cgtool.commands.common import (exit_code_for, make_job, report_from_outcome, run_with_progress,
-                                    script_options)
+from cgtool.commands.common import exit_code_for, make_job, run_with_progress, script_options
 
 
 @click.command(name="capture")
@@ -48,18 +47,19 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     error, no entry function); 3 no CUDA device (the script ran on CPU only) or environment problem;
     4 the worker crashed or timed out; 130 interrupted.
     """
-    from cgtool.outputs import prepare_out_dir, write_outputs
     from cgtool.render.capture import render_report
     from cgtool.render.console import console
+    from cgtool.render.outputs import prepare_out_dir, write_outputs
+    from cgtool.worker.client import report_from_outcome
 
     job = make_job("capture", target, entry, warmup, force_cpu=force_cpu, settings={
         "capture_mode": capture_mode, "replay_check": not no_replay_check, "timing": not no_timing,
         "checks": not no_checks})
-    stem = os.path.splitext(os.path.basename(job["script"]))[0]
+    stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
     show = not (as_json or quiet)
     with tempfile.TemporaryDirectory(prefix="cgtool-work-") as work_dir:
-        outcome = run_with_progress({**job, "work_dir": work_dir}, timeout, show=show)
+        outcome = run_with_progress(job.with_work_dir(work_dir), timeout, show=show)
         report = report_from_outcome(job, outcome)
         write_outputs(report, out_dir)
     if as_json:

@@ -7,9 +7,10 @@ from typing import Any, Callable
 
 import click
 
-from cgtool.errors import EXIT_ENVIRONMENT, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_WORKER
-from cgtool.report import CAPTURED, CPU_ONLY, WORKER_FAILED, ErrorRecord, Report
-from cgtool.worker import WorkerOutcome, run_job
+from cgtool.errors import ExitCode
+from cgtool.model.job import Job
+from cgtool.model.report import CAPTURED, CPU_ONLY, WORKER_FAILED, Report
+from cgtool.worker.client import WorkerOutcome, run_job
 
 
 def script_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -23,17 +24,16 @@ def script_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def make_job(kind: str, target: str, entry: str | None, warmup: int, force_cpu: bool = False,
-             settings: dict[str, Any] | None = None) -> dict[str, Any]:
+             settings: dict[str, Any] | None = None) -> Job:
     """Check the script exists and compiles (cheaply, in this process), then describe the job."""
-    from cgtool.script import compile_script, parse_target
+    from cgtool.script.contract import compile_script, parse_target
 
     path, entry = parse_target(target, entry)
     compile_script(path)  # fail here, before a worker starts, on a missing or invalid script
-    return {"kind": kind, "script": os.path.abspath(path), "entry": entry, "force_cpu": force_cpu,
-            "settings": {"warmup": warmup, **(settings or {})}}
+    return Job(kind, os.path.abspath(path), entry, {"warmup": warmup, **(settings or {})}, force_cpu)
 
 
-def run_with_progress(job: dict[str, Any], timeout: float, show: bool) -> WorkerOutcome:
+def run_with_progress(job: Job, timeout: float, show: bool) -> WorkerOutcome:
     """Run the job in the worker; show the phases on stderr while it runs."""
     from cgtool.render.console import console
 
@@ -50,31 +50,20 @@ def run_with_progress(job: dict[str, Any], timeout: float, show: bool) -> Worker
         return run_job(job, timeout, on_event)
 
 
-def report_from_outcome(job: dict[str, Any], outcome: WorkerOutcome) -> Report:
-    """The worker's report, or a report that explains why the worker gave none."""
-    if outcome.result is not None:
-        report = Report.from_json(outcome.result)
-    else:
-        from cgtool import __version__
-
-        report = Report(script=job["script"], entry=job["entry"], settings=job.get("settings", {}),
-                        cgtool_version=__version__, status=WORKER_FAILED)
-        report.errors.append(ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message))
-    report.script_output = outcome.output
-    return report
-
-
-def exit_code_for(report: Report, outcome: WorkerOutcome) -> int:
+def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
+    """capture's exit code: the report and how the worker ended (documented in `cgtool capture --help`)."""
     if outcome.failure == "interrupted":
-        return 130
+        return ExitCode.INTERRUPTED
     if report.status == WORKER_FAILED:
-        return EXIT_WORKER
+        return ExitCode.WORKER
     if any(e.type == "usage" for e in report.errors):
-        return EXIT_USAGE
+        return ExitCode.USAGE
+    if any(e.type == "environment" for e in report.errors):
+        return ExitCode.ENVIRONMENT
     if report.errors or any(f.severity == "error" for f in report.findings):
-        return EXIT_PROBLEMS
+        return ExitCode.PROBLEMS
     if report.replay is not None and report.replay.status == "mismatch":
-        return EXIT_PROBLEMS
+        return ExitCode.PROBLEMS
     if report.status == CPU_ONLY:
-        return EXIT_ENVIRONMENT
-    return EXIT_OK if report.status == CAPTURED else EXIT_PROBLEMS
+        return ExitCode.ENVIRONMENT
+    return ExitCode.OK if report.status == CAPTURED else ExitCode.PROBLEMS

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from cgtool.errors import EXIT_PROBLEMS, CgtoolError
+from cgtool.errors import CgtoolError, ExitCode
 from cgtool.render.dot import DEFAULT_MAX_NODES
 
 if TYPE_CHECKING:
@@ -94,4 +94,4 @@ def _diff(before_path: str, before: GraphSummary, after_path: str, as_json: bool
         nodes, kernels = d.total("nodes"), d.total("kernels")
         raise CgtoolError(
             f"the graph grew by {d.growth_pct:.1f}% ({nodes.before:,} → {nodes.after:,} nodes, "
-            f"{kernels.delta:+,} kernels), more than --fail-on-growth {fail_on_growth:g}%", EXIT_PROBLEMS)
+            f"{kernels.delta:+,} kernels), more than --fail-on-growth {fail_on_growth:g}%", ExitCode.PROBLEMS)

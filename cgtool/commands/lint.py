@@ -7,12 +7,12 @@ import sys
 
 import click
 
-FORMATS = ("text", "json", "sarif", "github", "junit")
+from cgtool.model.lint_result import LINT_FORMATS
 
 
 @click.command(name="lint")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+@click.option("--format", "fmt", type=click.Choice(LINT_FORMATS), default=None,
               help="Output format [default: text, or `format` from [tool.cgtool]].")
 @click.option("--select", multiple=True, metavar="IDS", help="Only these rule ids or prefixes (CG1, CG201,CG302).")
 @click.option("--ignore", multiple=True, metavar="IDS", help="Leave out these rule ids or prefixes.")
@@ -39,12 +39,12 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     Exit codes: 0 no error-severity finding; 1 error findings or a script that could not be
     analysed; 2 usage error (bad option, missing path, no scripts found).
     """
-    from cgtool.lint_config import load_config
-    from cgtool.lint_filter import normalize_patterns
-    from cgtool.lint_run import LintOptions, lint_paths
+    from cgtool.lint.config import load_config
+    from cgtool.lint.filter import normalize_patterns
+    from cgtool.lint.run import LintOptions, lint_paths
 
     if output:
-        from cgtool.outputs import check_writable_file
+        from cgtool.render.outputs import check_writable_file
 
         check_writable_file(output, "--output")
     first = paths[0].rsplit(":", 1)[0] if not os.path.exists(paths[0]) else paths[0]
@@ -60,9 +60,11 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     opts = LintOptions(entry=entry, warmup=warm, timeout=timeout or config.timeout or 300.0,
                        select=sel, ignore=ign, force_cpu=force_cpu, jobs=jobs)
     result = lint_paths(paths, opts)
-    text = render(result, fmt or config.format or "text", to_tty=output is None and sys.stdout.isatty())
+    from cgtool.render.lint_formats import render_lint
+
+    text = render_lint(result, fmt or config.format or "text", to_tty=output is None and sys.stdout.isatty())
     if output:
-        from cgtool.outputs import atomic_write
+        from cgtool.render.outputs import atomic_write
 
         atomic_write(output, text)
     else:
@@ -72,25 +74,3 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
 
 def _split(values: tuple[str, ...]) -> list[str]:
     return [v.strip() for value in values for v in value.split(",") if v.strip()]
-
-
-def render(result, fmt: str, to_tty: bool) -> str:  # noqa: ANN001
-    if fmt == "json":
-        from cgtool.render.json_out import render_json
-
-        return render_json(result)
-    if fmt == "sarif":
-        from cgtool.render.sarif import render_sarif
-
-        return render_sarif(result, base_dir=os.getcwd(), command_line=sys.argv)
-    if fmt == "github":
-        from cgtool.render.github import render_github
-
-        return render_github(result, base_dir=os.getcwd())
-    if fmt == "junit":
-        from cgtool.render.junit import render_junit
-
-        return render_junit(result, base_dir=os.getcwd())
-    from cgtool.render.text import render_text
-
-    return render_text(result, color=to_tty and not os.environ.get("NO_COLOR"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cgtool.errors import EXIT_USAGE, CgtoolError
+from cgtool.errors import CgtoolError, ExitCode
 from cgtool.graph.dotfile import DotFile
 from cgtool.graph.model import Graph, GraphNode
 from cgtool.graph.names import demangle
@@ -77,11 +77,11 @@ def read_cgtool_dot(dot: DotFile, path: str = "<cgtool dot>") -> Graph:
     if dot.attrs.get("cg_truncated"):
         raise CgtoolError(
             f"{path} was drawn with --max-nodes and leaves {dot.attrs['cg_truncated']} nodes out: "
-            "read the full graph from report.json or the driver's DOT instead", EXIT_USAGE)
+            "read the full graph from report.json or the driver's DOT instead", ExitCode.USAGE)
     try:
         return _read(dot)
     except (KeyError, ValueError, IndexError) as exc:
-        raise CgtoolError(f"{path}: a cgtool DOT file with broken cg_* attributes ({exc!r})", EXIT_USAGE) from None
+        raise CgtoolError(f"{path}: a cgtool DOT file with broken cg_* attributes ({exc!r})", ExitCode.USAGE) from None
 
 
 def _read(dot: DotFile) -> Graph:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from cgtool.errors import EXIT_USAGE, CgtoolError
+from cgtool.errors import CgtoolError, ExitCode
 
 _TOKEN = re.compile(
     r"""(?:[ \t\r\n\f\v]+|//[^\n]*|/\*.*?\*/|\#[^\n]*)*   # whitespace and comments before a token
@@ -66,9 +66,9 @@ def unquote(raw: str) -> str:
 
 
 def parse_dot(text: str, path: str = "<dot>") -> DotFile:
-    """Parse one DOT graph; a CgtoolError(EXIT_USAGE) with `path:line` for anything malformed."""
+    """Parse one DOT graph; a CgtoolError(ExitCode.USAGE) with `path:line` for anything malformed."""
     if not text.strip():
-        raise CgtoolError(f"{path}: the file is empty: expected a DOT graph", EXIT_USAGE)
+        raise CgtoolError(f"{path}: the file is empty: expected a DOT graph", ExitCode.USAGE)
     return _Parser(text, path).parse()
 
 
@@ -145,7 +145,7 @@ class _Parser:
 
     def _error(self, pos: int, message: str) -> CgtoolError:
         line = self.text.count("\n", 0, pos) + 1
-        return CgtoolError(f"{self.path}:{line}: {message}", EXIT_USAGE)
+        return CgtoolError(f"{self.path}:{line}: {message}", ExitCode.USAGE)
 
     def _describe(self, i: int) -> str:
         kind = self.kinds[i]

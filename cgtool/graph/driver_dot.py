@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from cgtool.errors import EXIT_USAGE, CgtoolError
+from cgtool.errors import CgtoolError, ExitCode
 from cgtool.graph.dotfile import DotFile, DotNode, parse_dot
 from cgtool.graph.model import Dim3, Graph, GraphNode
 from cgtool.graph.names import demangle, short_name
@@ -73,7 +73,7 @@ def graph_from_driver_dot(dot: DotFile) -> Graph:
         nodes.append(GraphNode(id=len(nodes), graph=graph_ids.get(dn.subgraph, 0), **fields))
     edges = tuple((index[e.tail], index[e.head]) for e in dot.edges)
     if not nodes:
-        raise CgtoolError("the DOT file has no nodes: nothing to read as a CUDA graph", EXIT_USAGE)
+        raise CgtoolError("the DOT file has no nodes: nothing to read as a CUDA graph", ExitCode.USAGE)
     return Graph(nodes=tuple(nodes), edges=edges, source="driver-dot")
 
 

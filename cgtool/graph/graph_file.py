@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 
-from cgtool.errors import EXIT_USAGE, CgtoolError
+from cgtool.errors import CgtoolError, ExitCode
 from cgtool.graph.cgtool_dot import is_cgtool_dot, read_cgtool_dot
 from cgtool.graph.dotfile import parse_dot
 from cgtool.graph.driver_dot import graph_from_driver_dot
@@ -14,7 +14,7 @@ from cgtool.graph.model import Graph
 
 def read_graph_file(path: str | os.PathLike[str]) -> Graph:
     """The Graph in `path`, sniffed from its content: JSON (report.json or a bare graph), cgtool DOT
-    (graph attribute cg_format) or driver DOT. Anything unreadable is a CgtoolError(EXIT_USAGE)."""
+    (graph attribute cg_format) or driver DOT. Anything unreadable is a CgtoolError(ExitCode.USAGE)."""
     path = os.fspath(path)
     text = _read_text(path)
     stripped = text.lstrip("\ufeff \t\r\n")
@@ -24,12 +24,12 @@ def read_graph_file(path: str | os.PathLike[str]) -> Graph:
     if is_cgtool_dot(dot):
         return read_cgtool_dot(dot, path)
     if not dot.nodes:
-        raise CgtoolError(f"{path}: the DOT graph has no nodes", EXIT_USAGE)
+        raise CgtoolError(f"{path}: the DOT graph has no nodes", ExitCode.USAGE)
     graph = graph_from_driver_dot(dot)
     if all(n.kind == "unknown" for n in graph.nodes) and not any(s.startswith("cluster") for s in dot.subgraphs):
         raise CgtoolError(
             f"{path}: a DOT graph, but not a CUDA graph: neither cgtool's graph.dot nor the driver's dump "
-            "(cudaGraphDebugDotPrint, CUDAGraph.debug_dump)", EXIT_USAGE)
+            "(cudaGraphDebugDotPrint, CUDAGraph.debug_dump)", ExitCode.USAGE)
     return graph
 
 
@@ -38,15 +38,15 @@ def _read_text(path: str) -> str:
         with open(path, "rb") as fh:
             data = fh.read()
     except FileNotFoundError:
-        raise CgtoolError(f"No such file: {path}", EXIT_USAGE) from None
+        raise CgtoolError(f"No such file: {path}", ExitCode.USAGE) from None
     except IsADirectoryError:
-        raise CgtoolError(f"{path} is a folder: give a report.json, graph.dot or driver DOT file", EXIT_USAGE) from None
+        raise CgtoolError(f"{path} is a folder: give a report.json, graph.dot or driver DOT file", ExitCode.USAGE) from None
     except OSError as exc:
-        raise CgtoolError(f"Cannot read {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+        raise CgtoolError(f"Cannot read {path}: {exc.strerror or exc}", ExitCode.USAGE) from None
     if not data.strip():
-        raise CgtoolError(f"{path} is empty: expected a DOT graph or a report.json", EXIT_USAGE)
+        raise CgtoolError(f"{path} is empty: expected a DOT graph or a report.json", ExitCode.USAGE)
     if b"\0" in data[:4096]:
-        raise CgtoolError(f"{path} is a binary file, not a DOT graph or a report.json", EXIT_USAGE)
+        raise CgtoolError(f"{path} is a binary file, not a DOT graph or a report.json", ExitCode.USAGE)
     return data.decode("utf-8", errors="replace")
 
 
@@ -54,28 +54,25 @@ def _from_json(text: str, path: str) -> Graph:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise CgtoolError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); is the file truncated?", EXIT_USAGE) from None
+        raise CgtoolError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); is the file truncated?", ExitCode.USAGE) from None
     if not isinstance(data, dict):
-        raise CgtoolError(f"{path}: JSON, but not a cgtool report or graph", EXIT_USAGE)
-    if "schema" in data and "graph" in data:  # a report.json
-        from cgtool.report import Report
-
+        raise CgtoolError(f"{path}: JSON, but not a cgtool report or graph", ExitCode.USAGE)
+    if "schema" in data and "graph" in data:  # a report.json: only its graph is read here
+        graph_data = data["graph"]
+        if graph_data is None:
+            raise CgtoolError(f"{path} holds no graph: the run ended with status {data.get('status')!r}", ExitCode.USAGE)
+        if not isinstance(graph_data, dict):
+            raise CgtoolError(f"{path}: the report's `graph` is not a graph object", ExitCode.USAGE)
         try:
-            report = Report.from_json(data)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CgtoolError(f"{path}: not a readable cgtool report ({exc})", EXIT_USAGE) from None
-        if report.graph is None:
-            raise CgtoolError(f"{path} holds no graph: the run ended with status {report.status!r}", EXIT_USAGE)
-        try:
-            return _checked(report.graph)
-        except ValueError as exc:
-            raise CgtoolError(f"{path}: the report's graph is inconsistent ({exc})", EXIT_USAGE) from None
+            return _checked(Graph.from_json(graph_data))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CgtoolError(f"{path}: the report's graph is unreadable ({_reason(exc)})", ExitCode.USAGE) from None
     if "nodes" in data and "edges" in data:
         try:
             return _checked(Graph.from_json(data))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CgtoolError(f"{path}: a graph JSON with a bad node or edge ({exc})", EXIT_USAGE) from None
-    raise CgtoolError(f"{path}: JSON, but neither a cgtool report.json nor a graph", EXIT_USAGE)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise CgtoolError(f"{path}: a graph JSON with a bad node or edge ({_reason(exc)})", ExitCode.USAGE) from None
+    raise CgtoolError(f"{path}: JSON, but neither a cgtool report.json nor a graph", ExitCode.USAGE)
 
 
 def _checked(graph: Graph) -> Graph:
@@ -86,3 +83,12 @@ def _checked(graph: Graph) -> Graph:
     if any(not (0 <= a < n and 0 <= b < n) for a, b in graph.edges):
         raise ValueError("an edge names a node that does not exist")
     return graph
+
+
+def _reason(exc: BaseException) -> str:
+    """A reader's exception as words: a missing key is named as a missing field, not as Python's repr."""
+    if isinstance(exc, KeyError):
+        return f"field {exc.args[0]!r} is missing" if exc.args else "a field is missing"
+    if isinstance(exc, (TypeError, AttributeError)):
+        return "a field has the wrong type"
+    return str(exc)

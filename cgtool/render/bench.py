@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cgtool.bench.adaptive import BUDGET, CONVERGED, ITERATIONS, Progress
+from cgtool.bench.adaptive import BUDGET, CONVERGED, ITERATIONS, RoundStatus
 from cgtool.bench.compare import FASTER, REGRESSED, SLOWER, Comparison
 from cgtool.bench.result import FLOOR_KERNELS, BenchReport, BenchResult, Estimate, ModeResult
 from cgtool.render.units import fmt_bytes, fmt_us
@@ -183,7 +183,7 @@ def comparison_lines(comparison: Comparison) -> list[str]:
     return lines
 
 
-def progress_text(p: Progress) -> str:
+def progress_text(p: RoundStatus) -> str:
     """The progress bar's description: `round 12 · 1,200 iterations · CI ±2.3% (target ±1.0%) · 3.2 / 10 s`."""
     ci = f"CI ±{p.worst_rel_ci:.1%}" if math.isfinite(p.worst_rel_ci) else "CI pending"
     target = f" (target ±{p.target_rel_ci:.1%})" if p.target_rel_ci is not None else ""
@@ -192,7 +192,7 @@ def progress_text(p: Progress) -> str:
 
 def render_bench(report: BenchReport, out: Console, comparison: Comparison | None = None, quiet: bool = False) -> None:
     """The whole console report; with quiet, only errors, comparison problems and the verdict."""
-    from cgtool.environment import describe
+    from cgtool.render.environment import describe
     from cgtool.render.findings_console import render_errors
 
     first = report.results[0] if report.results else None

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cgtool.model.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, WORKER_FAILED, Report
 from cgtool.render.units import fmt_us
-from cgtool.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, WORKER_FAILED, Report
 
 
 def verdict_line(report: Report) -> str:
@@ -24,7 +24,7 @@ def verdict_line(report: Report) -> str:
 
 
 def render_report(report: Report, out: Console, quiet: bool = False) -> None:
-    from cgtool.environment import describe
+    from cgtool.render.environment import describe
     from cgtool.render.findings_console import render_errors, render_findings
 
     if not quiet:

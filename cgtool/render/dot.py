@@ -14,7 +14,7 @@ try:
 except ImportError:  # a declared dependency; without it the CLI still starts and says what is missing
     graphviz = None
 
-from cgtool.errors import EXIT_ENVIRONMENT, EXIT_USAGE, CgtoolError
+from cgtool.errors import CgtoolError, ExitCode
 from cgtool.graph.cgtool_dot import FORMAT, encode, encode_ids, node_attrs
 from cgtool.graph.folding import Repeat, find_repeats
 from cgtool.graph.model import Graph, GraphNode
@@ -41,7 +41,7 @@ PALETTE: dict[str, tuple[str, str]] = {
     "conditional": ("#fcc2d7", "diamond"),
     "unknown": ("#dee2e6", "box"),
 }
-FORMATS = ("svg", "png", "pdf", "dot")
+IMAGE_FORMATS = ("svg", "png", "pdf", "dot")
 
 
 def kind_word(kind: str) -> str:
@@ -196,7 +196,7 @@ def _title(graph: Graph, title: str) -> str:
 def _need_graphviz() -> None:
     if graphviz is None:
         raise CgtoolError("cgtool needs the `graphviz` Python package for DOT output: pip install graphviz",
-                          EXIT_ENVIRONMENT)
+                          ExitCode.ENVIRONMENT)
 
 
 def render_source(source: str, fmt: str) -> bytes:
@@ -208,17 +208,17 @@ def render_source(source: str, fmt: str) -> bytes:
         raise CgtoolError(
             "Rendering needs Graphviz's `dot` program, which is not on PATH. Install it with "
             "`apt-get install graphviz` (Debian/Ubuntu) or `brew install graphviz` (macOS), "
-            "or write DOT instead with `-o graph.dot`.", EXIT_ENVIRONMENT) from None
+            "or write DOT instead with `-o graph.dot`.", ExitCode.ENVIRONMENT) from None
     except graphviz.CalledProcessError as exc:
         detail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
-        raise CgtoolError(f"Graphviz `dot` failed: {detail[-1] if detail else exc}", EXIT_ENVIRONMENT) from None
+        raise CgtoolError(f"Graphviz `dot` failed: {detail[-1] if detail else exc}", ExitCode.ENVIRONMENT) from None
 
 
 def output_format(out_path: str) -> str:
-    """The format an output path asks for by its extension, or a CgtoolError(EXIT_USAGE)."""
+    """The format an output path asks for by its extension, or a CgtoolError(ExitCode.USAGE)."""
     fmt = os.path.splitext(out_path)[1].lstrip(".").lower()
-    if fmt not in FORMATS:
-        raise CgtoolError(f"Cannot write {out_path}: the output must end in .svg, .png, .pdf or .dot", EXIT_USAGE)
+    if fmt not in IMAGE_FORMATS:
+        raise CgtoolError(f"Cannot write {out_path}: the output must end in .svg, .png, .pdf or .dot", ExitCode.USAGE)
     return fmt
 
 
@@ -230,4 +230,4 @@ def render_file(dot_source: str, out_path: str) -> None:
         with open(out_path, "wb") as fh:
             fh.write(data)
     except OSError as exc:
-        raise CgtoolError(f"Cannot write {out_path}: {exc.strerror or exc}", EXIT_ENVIRONMENT) from None
+        raise CgtoolError(f"Cannot write {out_path}: {exc.strerror or exc}", ExitCode.ENVIRONMENT) from None

@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from cgtool.findings import Finding
-from cgtool.report import ErrorRecord
+from cgtool.model.finding import Finding
+from cgtool.model.report import ErrorRecord
 
 _COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
 

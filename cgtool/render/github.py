@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cgtool.lint_result import LintResult
+from cgtool.model.lint_result import LintResult
 from cgtool.render.paths import display_path
 from cgtool.render.text import summary_line
 

@@ -8,8 +8,8 @@ from rich.table import Table
 
 from cgtool.graph.diff import GraphDiff
 from cgtool.graph.summary import GraphSummary
-from cgtool.render.units import fmt_bytes
 from cgtool.render.dot import kind_word
+from cgtool.render.units import fmt_bytes
 
 MAX_KERNEL_ROWS = 25
 _SOURCE = {"driver-dot": "driver DOT", "cgtool-dot": "cgtool DOT", "cuda": "CUDA", "json": "JSON"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from cgtool.lint_result import LintResult
+from cgtool.model.lint_result import LintResult
 
 
 def render_json(result: LintResult, *, indent: int | None = 2) -> str:

@@ -11,10 +11,10 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from cgtool.findings import Finding
-from cgtool.lint_result import LintResult, ScriptResult
+from cgtool.model.finding import Finding
+from cgtool.model.lint_result import LintResult, ScriptResult
+from cgtool.model.rules import RULE_BY_ID
 from cgtool.render.paths import display_path
-from cgtool.rules import RULE_BY_ID
 
 # Characters XML 1.0 cannot carry (control characters such as ESC from coloured script output).
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -58,7 +58,7 @@ def _testcase(suite: ET.Element, script: ScriptResult, base_dir: str | Path | No
 def _skipped_case(suite: ET.Element, rule_id: str, reason: str) -> ET.Element:
     rule = RULE_BY_ID.get(rule_id)
     name = f"{rule_id} {rule.title}" if rule else rule_id
-    case = ET.SubElement(suite, "testcase", {"classname": "cgtool.rules", "name": _clean(name)})
+    case = ET.SubElement(suite, "testcase", {"classname": "cgtool.model.rules", "name": _clean(name)})
     ET.SubElement(case, "skipped", {"message": _clean(reason)})
     return case
 

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from cgtool.findings import Finding
-from cgtool.lint_result import LintResult, ScriptResult
+from cgtool.model.finding import Finding
+from cgtool.model.lint_result import LintResult, ScriptResult
+from cgtool.model.rules import RULES, Rule
 from cgtool.render.paths import relative_path
-from cgtool.rules import RULES, Rule
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"

@@ -7,9 +7,9 @@ import io
 from rich.console import Console
 from rich.text import Text
 
-from cgtool.findings import Finding
-from cgtool.lint_result import LintResult
-from cgtool.rules import RULE_BY_ID
+from cgtool.model.finding import Finding
+from cgtool.model.lint_result import LintResult
+from cgtool.model.rules import RULE_BY_ID
 
 COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
 

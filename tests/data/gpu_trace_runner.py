@@ -9,9 +9,9 @@ import sys
 import torch
 
 from cgtool.checks import run_checks
-from cgtool.cuda_watch import watch_cuda_calls
-from cgtool.script import load_script
-from cgtool.trace import Tracer
+from cgtool.trace.cuda_watch import watch_cuda_calls
+from cgtool.script.contract import load_script
+from cgtool.trace.tracer import Tracer
 
 
 def main(path: str) -> None:

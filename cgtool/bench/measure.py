@@ -1,0 +1,123 @@
+"""bench's measurement on the GPU: a captured step (Prepared) timed eager against replay in alternating
+blocks until the CIs are tight (the stopping rule in adaptive.py), and the summed kernel time per replay."""
+
+from __future__ import annotations
+
+import gc
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from cgtool.model.phase_log import PhaseLog
+
+if TYPE_CHECKING:
+    from cgtool.bench.adaptive import AdaptiveResult
+
+
+# Measure at least this long before calling a run converged: the host's slow spells last seconds, and a run
+# that converges within one of them (0.25 s on the MLP sample) would have no full-speed block to compare with.
+MIN_TIME_S = 2.0
+
+
+@dataclass
+class Prepared:
+    """A captured step ready to time: the eager and replay callables on their stream."""
+
+    fns: dict[str, Callable[[], None]]
+    stream: Any
+    capture_ms: float
+    instantiate_ms: float
+    pool_bytes: int
+
+
+def prepare(script: Any, size: int | None, settings: dict[str, Any], log: PhaseLog) -> Prepared:
+    """The harness's setup → warmup → capture, then instantiate: a captured step ready to time."""
+    import torch
+
+    from cgtool.capture.harness import instantiate, run_to_capture
+
+    state_settings = {**settings, "capture_mode": "global"}
+    captured = run_to_capture(script, torch.device("cuda"), state_settings, log, size=size)
+    inst_ms = instantiate(captured)
+    state, static_inputs = captured.state, captured.static_inputs
+
+    def eager() -> None:
+        script.call_step(state, static_inputs)
+
+    return Prepared({"eager": eager, "replay": captured.graph.replay}, captured.stream, captured.capture_ms, inst_ms,
+                    captured.pool_bytes)
+
+
+def measure(prep: Prepared, settings: dict[str, Any], progress: PhaseLog, size: int | None = None) -> AdaptiveResult:
+    """Alternating rounds until the CI target (after at least min_time_s), the budget or --iters; GC paused,
+    as timeit does; a CPU-speed probe before each block (cgtool.bench.cpu_load)."""
+    import torch
+
+    from cgtool.bench.adaptive import Block, run_rounds
+    from cgtool.bench.cpu_load import cpu_probe
+    from cgtool.bench.timing import calibrate, time_block
+
+    fns, stream = prep.fns, prep.stream
+    flush = _l2_flusher() if settings.get("l2_flush") else None
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        with torch.cuda.stream(stream):
+            block_ms = float(settings.get("block_ms", 5.0))
+            iters = {m: (1 if flush else calibrate(fn, target_ms=block_ms)) for m, fn in fns.items()}
+
+            def measure_round(mode: str) -> Block:
+                probe = cpu_probe()  # how fast the CPU runs right now, just before the block
+                gpu, wall = time_block(fns[mode], iters[mode], stream, flush)
+                return Block({"gpu": [gpu], "wall": [wall]}, iterations=iters[mode], probe_us=probe)
+
+            def on_progress(p: Any) -> None:
+                progress.emit(progress=p.to_json(), size=size)
+
+            progress.phase("measure", f"size={size}" if size is not None else "")
+            fixed = settings.get("iters")
+            return run_rounds(
+                measure_round,
+                target_rel_ci=None if fixed else float(settings.get("target", 0.01)),
+                budget_s=math.inf if fixed else float(settings.get("budget_s", 10.0)),
+                min_time_s=float(settings.get("min_time_s", MIN_TIME_S)),
+                max_iterations=int(fixed) if fixed else 1_000_000,
+                on_progress=on_progress,
+            )
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _l2_flusher():
+    """A callable that evicts the L2 cache by writing a buffer twice its size."""
+    import torch
+
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    size = 2 * int(getattr(props, "L2_cache_size", 0) or 64 * 2**20)
+    buf = torch.empty(size, dtype=torch.uint8, device="cuda")
+    return lambda: buf.zero_()
+
+
+def kernel_floor_us(replay: Any, n: int = 5) -> float | None:
+    """Summed GPU kernel time per replay, from torch's profiler (CUPTI); None where it is unavailable.
+
+    For a graph whose kernels run one after another this is the GPU-bound floor; for graphs with
+    parallel branches it overstates the floor (kernels overlap), which the docs say.
+    """
+    try:
+        import torch
+        from torch.profiler import ProfilerActivity, profile
+
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(n):
+                replay()
+            torch.cuda.synchronize()
+        total = 0.0
+        for evt in prof.events():
+            if str(getattr(evt, "device_type", "")).endswith("CUDA"):
+                total += float(getattr(evt, "device_time", None) or getattr(evt, "cuda_time", 0.0) or 0.0)
+        return total / n if total > 0 else None
+    except Exception:
+        return None

@@ -1,0 +1,1 @@
+"""The GPU harness: setup, warmup on a side stream, capture (one sequence for capture and bench), replay check."""

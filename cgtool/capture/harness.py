@@ -1,0 +1,170 @@
+"""The GPU harness: warmup on a side stream, capture one iteration with static inputs, read the graph.
+
+Mirrors what torch.cuda.make_graphed_callables does: warm up on a side stream, keep the capture's
+inputs as static buffers, capture with torch.cuda.graph(keep_graph=True), and hold the static output.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import Any
+
+from cgtool.model.frame import Frame
+from cgtool.model.phase_log import PhaseLog
+from cgtool.model.report import ErrorRecord
+from cgtool.script.contract import Args, Script, ScriptRaised
+from cgtool.script.errors import cuda_error_name
+from cgtool.script.frames import user_frames_of_traceback
+
+
+@dataclass
+class Captured:
+    graph: Any  # torch.cuda.CUDAGraph (keep_graph=True)
+    stream: Any  # the side stream used for warmup and capture
+    state: Args
+    static_inputs: Args | None
+    static_output: Any
+    capture_ms: float
+    pool_bytes: int = 0  # memory the capture reserved (the graph's private pool), as torch's allocator saw it
+
+
+class CaptureFailed(Exception):
+    def __init__(self, record: ErrorRecord) -> None:
+        super().__init__(record.message)
+        self.record = record
+
+
+def run_to_capture(script: Script, device: Any, settings: dict[str, Any], log: PhaseLog,
+                   analysis: Any = None, size: int | None = None) -> Captured:
+    """setup → warmup on a side stream → inputs(n) → capture: the one sequence `capture`, `lint` and `bench`
+    share. `analysis` (the GPU tracer) watches warmup and capture when given. Raises ScriptRaised when the
+    script raises, CaptureFailed when the capture does."""
+    import torch
+
+    label = f"size={size}" if size is not None else ""
+    n_warm = int(settings.get("warmup", 3))
+    log.phase("setup", label)
+    try:
+        state = script.call_setup(device, size)
+    except Exception as exc:
+        raise ScriptRaised("setup", exc) from None
+    stream = torch.cuda.Stream()
+    log.phase("warmup", f"{n_warm} iterations on a side stream {label}".strip())
+    with analysis.tracing() if analysis is not None else nullcontext():
+        warmup(script, state, device, n_warm, stream, analysis, size)
+        mode = settings.get("capture_mode", "global")
+        log.phase("capture", f"capture_error_mode={mode} {label}".strip())
+        try:
+            static_inputs = script.call_inputs(n_warm, device, size)
+        except Exception as exc:
+            raise ScriptRaised("inputs", exc) from None
+        torch.cuda.synchronize()
+        reserved = torch.cuda.memory_reserved()
+        captured = capture(script, state, static_inputs, stream, mode, analysis)
+        captured.pool_bytes = max(0, torch.cuda.memory_reserved() - reserved)
+    return captured
+
+
+def warmup(script: Script, state: Args, device: Any, n: int, stream: Any, analysis: Any = None,
+           size: int | None = None) -> None:
+    """n eager iterations on the side stream (lazy init, cuBLAS handles, autotuning happen here)."""
+    import torch
+
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for i in range(n):
+            try:
+                inputs = script.call_inputs(i, device, size)
+            except Exception as exc:
+                raise ScriptRaised("inputs", exc) from None
+            try:
+                with analysis.iteration(i, inputs) if analysis is not None else nullcontext():
+                    script.call_step(state, inputs)
+            except Exception as exc:
+                raise ScriptRaised("warmup", exc) from None
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+
+
+def capture(script: Script, state: Args, static_inputs: Args | None, stream: Any, mode: str,
+            analysis: Any = None) -> Captured:
+    """Capture one call of step on `stream`; raise CaptureFailed naming the user's line."""
+    import torch
+
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    out = None
+    try:
+        with analysis.iteration("capture", static_inputs) if analysis is not None else nullcontext():
+            with torch.cuda.graph(graph, stream=stream, capture_error_mode=mode):
+                out = script.call_step(state, static_inputs)
+    except Exception as exc:
+        raise CaptureFailed(capture_error(exc, analysis)) from None
+    ms = (time.perf_counter() - t0) * 1e3
+    return Captured(graph, stream, state, static_inputs, out, ms)
+
+
+def capture_error(exc: BaseException, analysis: Any = None) -> ErrorRecord:
+    """An ErrorRecord for a failed capture: the first error in the chain that names a user frame."""
+    chain: list[BaseException] = []
+    e: BaseException | None = exc
+    while e is not None and e not in chain:
+        chain.append(e)
+        e = e.__cause__ or e.__context__
+    frames: tuple[Frame, ...] = ()
+    root = chain[-1]  # the earliest error (capture_end's error chains onto the user's)
+    for candidate in reversed(chain):
+        frames = user_frames_of_traceback(candidate.__traceback__)
+        if frames:
+            root = candidate
+            break
+    if not frames and analysis is not None:
+        last = analysis.last_user_frame()
+        if last is not None:
+            frames = (last,)
+    text = " | ".join(_first_line(str(c)) for c in reversed(chain))
+    return ErrorRecord(
+        phase="capture",
+        type=type(root).__name__,
+        message=_first_line(str(root)) or type(root).__name__,
+        frames=frames,
+        cuda_error=cuda_error_name(text),
+    )
+
+
+def _first_line(text: str) -> str:
+    for line in text.strip().splitlines():
+        line = line.strip()
+        if line and not line.startswith(("CUDA kernel errors might", "For debugging consider", "Compile with")):
+            return line
+    return ""
+
+
+def read_graph(captured: Captured, driver_dot_path: str | None):
+    """(Graph, read_ms, driver_dot_ms) for the captured graph; the driver DOT goes to driver_dot_path."""
+    from cgtool.graph.cuda import read_cuda_graph, write_driver_dot
+
+    handle = captured.graph.raw_cuda_graph()
+    t0 = time.perf_counter()
+    graph = read_cuda_graph(handle)
+    t1 = time.perf_counter()
+    if driver_dot_path:
+        write_driver_dot(handle, driver_dot_path)
+    t2 = time.perf_counter()
+    return graph, (t1 - t0) * 1e3, (t2 - t1) * 1e3
+
+
+def instantiate(captured: Captured) -> float:
+    """Instantiate the kept graph (ms); torch would otherwise do it on the first replay."""
+    import torch
+
+    t0 = time.perf_counter()
+    if hasattr(captured.graph, "instantiate"):
+        captured.graph.instantiate()
+    else:
+        captured.graph.replay()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t0) * 1e3

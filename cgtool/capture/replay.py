@@ -1,0 +1,74 @@
+"""After capture: does replay compute what eager computes?
+
+The check runs eager and replay from identical starting state (parameters, buffers, optimizer state
+and the CUDA RNG state are snapshotted and restored) on the same fresh inputs, then compares every
+output tensor and every state tensor with tolerances by dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cgtool.capture.harness import Captured
+from cgtool.capture.tensors import clone_tree, compare, copy_inputs, restore, snapshot, state_tensors
+from cgtool.model.report import ReplayCheck
+from cgtool.script.contract import Script, ScriptRaised
+
+
+def check_replay(script: Script, captured: Captured, device: Any, index: int) -> ReplayCheck:
+    """Compare replay with eager on inputs(index) (or the capture's inputs when there is no inputs())."""
+    import torch
+
+    fresh = None
+    if script.inputs is not None:
+        try:
+            fresh = script.call_inputs(index, device)
+        except Exception as exc:
+            raise ScriptRaised("inputs", exc) from None
+        label = f"inputs({index}), fresh"
+    else:
+        label = "setup's values (the script has no inputs())"
+    pairs = state_tensors((captured.state.args, captured.state.kwargs))
+    start = snapshot(pairs)
+    rng = torch.cuda.get_rng_state()
+    stream = captured.stream
+
+    # Eager from the starting state.
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        try:
+            out = script.call_step(captured.state, fresh if fresh is not None else captured.static_inputs)
+        except Exception as exc:
+            raise ScriptRaised("replay-check", exc) from None
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    eager_out = clone_tree(out)
+    eager_state = snapshot(pairs)
+
+    # Replay from the same starting state.
+    restore(pairs, start)
+    torch.cuda.set_rng_state(rng)
+    problems: list[str] = []
+    if fresh is not None and captured.static_inputs is not None:
+        problems = copy_inputs((captured.static_inputs.args, captured.static_inputs.kwargs),
+                               (fresh.args, fresh.kwargs))
+    if problems:
+        return ReplayCheck("mismatch", label, (), "replay cannot take these inputs: " + "; ".join(problems))
+    captured.graph.replay()
+    torch.cuda.synchronize()
+    replay_out = clone_tree(captured.static_output)
+    diffs = []
+    replay_names = dict(replay_out)
+    for name, e in eager_out:
+        r = replay_names.get(name)
+        if r is not None:
+            diffs.append(compare(name, e, r))
+    for (name, t), e in zip(pairs, eager_state):
+        diffs.append(compare(name, e, t.detach()))
+    note = ""
+    if len(replay_out) != len(eager_out):
+        note = f"eager returned {len(eager_out)} tensors, the captured step {len(replay_out)}"
+    if not diffs:
+        return ReplayCheck("skipped", label, (), "the step returns no tensors and holds no state tensors to compare")
+    ok = all(d.ok for d in diffs) and not note
+    return ReplayCheck("match" if ok else "mismatch", label, tuple(diffs), note)

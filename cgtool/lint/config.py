@@ -1,0 +1,133 @@
+"""Lint defaults from `[tool.cgtool]` in the nearest pyproject.toml that has one, validated.
+
+Keys: select, ignore (lists of rule ids or prefixes), format (text|json|sarif|github|junit),
+warmup (iterations, an integer >= 0), timeout (seconds, a number > 0). Command-line options win.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cgtool.errors import CgtoolError, ExitCode
+from cgtool.lint.filter import normalize_patterns
+from cgtool.model.lint_result import LINT_FORMATS
+
+KEYS = ("select", "ignore", "format", "warmup", "timeout")
+
+
+@dataclass(frozen=True)
+class LintConfig:
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    format: str | None = None
+    warmup: int | None = None
+    timeout: float | None = None
+    path: str | None = None  # the pyproject.toml it came from; None for the built-in defaults
+
+
+def find_pyproject(start_dir: str | Path) -> Path | None:
+    """The nearest pyproject.toml at or above `start_dir` that mentions a [tool.cgtool] table."""
+    start = Path(start_dir).resolve()
+    if start.is_file():
+        start = start.parent
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file() and _mentions_cgtool(candidate):
+            return candidate
+    return None
+
+
+def _mentions_cgtool(path: Path) -> bool:
+    # A cheap text test first: unrelated pyproject files are never parsed (nor are their TOML errors ours).
+    try:
+        return "cgtool" in path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def _toml_loads(text: str, path: Path) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        try:
+            import tomli as tomllib
+        except ImportError:
+            raise CgtoolError(
+                f"{path} has a [tool.cgtool] table, but reading TOML on Python "
+                f"{sys.version_info.major}.{sys.version_info.minor} needs the 'tomli' package: pip install tomli",
+                ExitCode.ENVIRONMENT,
+            ) from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CgtoolError(f"{path}: not valid TOML: {exc}", ExitCode.USAGE) from None
+
+
+def load_config(start_dir: str | Path) -> LintConfig:
+    """The [tool.cgtool] settings that apply to `start_dir`; LintConfig() when there are none.
+
+    Raises CgtoolError (exit 2) naming the file and key for an unknown key or a bad value.
+    """
+    path = find_pyproject(start_dir)
+    if path is None:
+        return LintConfig()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CgtoolError(f"cannot read {path}: {exc}", ExitCode.USAGE) from None
+    table = _toml_loads(text, path).get("tool", {}).get("cgtool")
+    if table is None:
+        return LintConfig()
+    return parse_config(table, str(path))
+
+
+def parse_config(table: Any, path: str) -> LintConfig:
+    """A validated LintConfig from the [tool.cgtool] table read from `path`."""
+    where = f"{path}: [tool.cgtool]"
+    if not isinstance(table, dict):
+        raise CgtoolError(f"{where} must be a table", ExitCode.USAGE)
+    unknown = sorted(set(table) - set(KEYS))
+    if unknown:
+        raise CgtoolError(f"{where} has unknown key {unknown[0]!r}; known keys: {', '.join(KEYS)}", ExitCode.USAGE)
+    return LintConfig(
+        select=_rule_list(table, "select", where),
+        ignore=_rule_list(table, "ignore", where),
+        format=_format(table, where),
+        warmup=_warmup(table, where),
+        timeout=_timeout(table, where),
+        path=path,
+    )
+
+
+def _rule_list(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CgtoolError(f'{where} {key} must be a list of rule ids or prefixes, like ["CG101", "CG3"]; '
+                          f"got {value!r}", ExitCode.USAGE)
+    return normalize_patterns(value, f"{where} {key}")
+
+
+def _format(table: dict[str, Any], where: str) -> str | None:
+    value = table.get("format")
+    if value is not None and value not in LINT_FORMATS:
+        raise CgtoolError(f"{where} format must be one of {', '.join(LINT_FORMATS)}; got {value!r}", ExitCode.USAGE)
+    return value
+
+
+def _warmup(table: dict[str, Any], where: str) -> int | None:
+    value = table.get("warmup")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise CgtoolError(f"{where} warmup must be a whole number of iterations >= 0; got {value!r}", ExitCode.USAGE)
+    return value
+
+
+def _timeout(table: dict[str, Any], where: str) -> float | None:
+    value = table.get("timeout")
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise CgtoolError(f"{where} timeout must be a number of seconds > 0; got {value!r}", ExitCode.USAGE)
+    return float(value)

@@ -1,0 +1,149 @@
+"""The result of `cgtool lint`: per-script findings, errors and skipped rules; every lint renderer reads it.
+
+The JSON form (LintResult.to_json) is what `cgtool lint --format json` prints; LINT_SCHEMA_VERSION
+versions it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from cgtool.errors import ExitCode
+from cgtool.model.finding import Finding
+
+LINT_SCHEMA_VERSION = 1
+
+# The output formats of `cgtool lint`; cgtool/render/lint_formats.py has a renderer for each.
+LINT_FORMATS = ("text", "json", "sarif", "github", "junit")
+
+# ScriptResult.status values
+ANALYSED = "analysed"  # the analysis ran; findings (possibly none) are complete for this device
+ERROR = "error"  # the script could not be analysed (load failure, crash, timeout); see errors
+
+
+@dataclass(frozen=True)
+class ScriptResult:
+    """What lint learned about one script."""
+
+    path: str  # the script as given or found, e.g. "samples/train_step.py"
+    entry: str = "step"
+    status: str = ANALYSED
+    device: str = "cpu"  # "cuda" or "cpu": where the analysis ran
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # short messages, e.g. "SyntaxError at line 3: ..."
+    skipped_rules: list[str] = field(default_factory=list)  # rule ids that could not run here
+    skipped_reason: str = ""  # why, e.g. "no CUDA device: these rules need a captured graph"
+
+    @property
+    def failed(self) -> bool:
+        """True when the script could not be analysed."""
+        return self.status == ERROR or bool(self.errors)
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "entry": self.entry,
+            "status": self.status,
+            "device": self.device,
+            "findings": [f.to_json() for f in self.findings],
+            "errors": list(self.errors),
+            "skipped_rules": list(self.skipped_rules),
+            "skipped_reason": self.skipped_reason,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ScriptResult:
+        return cls(
+            path=d["path"],
+            entry=d.get("entry", "step"),
+            status=d.get("status", ANALYSED),
+            device=d.get("device", "cpu"),
+            findings=[Finding.from_json(f) for f in d.get("findings", [])],
+            errors=list(d.get("errors", [])),
+            skipped_rules=list(d.get("skipped_rules", [])),
+            skipped_reason=d.get("skipped_reason", ""),
+        )
+
+
+@dataclass(frozen=True)
+class LintResult:
+    """Everything one `cgtool lint` run found, in the order the scripts were analysed."""
+
+    scripts: list[ScriptResult] = field(default_factory=list)
+    version: str = ""  # cgtool version
+    device: str = "cpu"  # "cuda" when the run had a GPU, else "cpu"
+
+    def findings(self) -> Iterator[tuple[ScriptResult, Finding]]:
+        """Every finding with the script it came from."""
+        for script in self.scripts:
+            for f in script.findings:
+                yield script, f
+
+    def count(self, severity: str) -> int:
+        return sum(s.count(severity) for s in self.scripts)
+
+    @property
+    def error_count(self) -> int:
+        """Findings of severity "error" (these fail the CI gate)."""
+        return self.count("error")
+
+    @property
+    def warning_count(self) -> int:
+        return self.count("warning")
+
+    @property
+    def info_count(self) -> int:
+        return self.count("info")
+
+    @property
+    def failed_scripts(self) -> list[ScriptResult]:
+        """Scripts that could not be analysed."""
+        return [s for s in self.scripts if s.failed]
+
+    @property
+    def skipped_rules(self) -> list[str]:
+        """Rule ids that could not run for at least one script, sorted."""
+        return sorted({r for s in self.scripts for r in s.skipped_rules})
+
+    @property
+    def skipped_reason(self) -> str:
+        """The first script's reason for skipping rules ("" when nothing was skipped)."""
+        return next((s.skipped_reason for s in self.scripts if s.skipped_rules and s.skipped_reason), "")
+
+    @property
+    def exit_code(self) -> int:
+        """0 when there is no error-severity finding and every script was analysed, 1 otherwise."""
+        return ExitCode.PROBLEMS if self.error_count or self.failed_scripts else ExitCode.OK
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": LINT_SCHEMA_VERSION,
+            "cgtool_version": self.version,
+            "device": self.device,
+            "summary": {
+                "scripts": len(self.scripts),
+                "failed_scripts": len(self.failed_scripts),
+                "errors": self.error_count,
+                "warnings": self.warning_count,
+                "infos": self.info_count,
+                "skipped_rules": self.skipped_rules,
+                "exit_code": self.exit_code,
+            },
+            "scripts": [s.to_json() for s in self.scripts],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> LintResult:
+        schema = d.get("schema")
+        if schema != LINT_SCHEMA_VERSION:
+            raise ValueError(f"lint result schema {schema!r} is not the supported version {LINT_SCHEMA_VERSION}")
+        return cls(
+            scripts=[ScriptResult.from_json(s) for s in d.get("scripts", [])],
+            version=d.get("cgtool_version", ""),
+            device=d.get("device", "cpu"),
+        )

@@ -1,0 +1,81 @@
+"""The rule catalogue: stable ids, category, default severity, one-line title and the fix.
+
+Checks create findings through `finding(rule_id, ...)` so that text and severity stay consistent.
+docs/rules.md documents each rule with a bad and a good example.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cgtool.model.finding import Finding
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    category: str
+    severity: str
+    title: str
+    hint: str
+    needs_gpu: bool = False  # True: only the GPU run can detect it (the CPU run sees stream switches
+    # through its CUDA stand-ins, so CG201 and CG502 are found there too; the GPU run confirms them)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("CG101", "sync", "error", "host reads a GPU value (.item(), bool(tensor), print(tensor), if tensor:)",
+         "Keep the value on the GPU (torch.where, masking, clamp) or move the read out of the captured step."),
+    Rule("CG102", "sync", "error", "output size depends on the data (nonzero, boolean-mask indexing, masked_select, unique)",
+         "Use a fixed-size form: torch.where(mask, x, 0), multiply by the mask, or pad to a static maximum size."),
+    Rule("CG103", "sync", "error", "device-to-host copy (.cpu(), .tolist(), .numpy(), .to('cpu'))",
+         "Copy into a preallocated pinned host buffer with non_blocking=True after the step, or read results after replay."),
+    Rule("CG104", "sync", "error", "explicit synchronization (torch.cuda.synchronize, Stream/Event.synchronize)",
+         "Move the synchronize out of the step; order work with stream.wait_stream / event.wait instead."),
+    Rule("CG201", "uncaptured-work", "error", "work issued on a stream that is not capturing; it runs once and is left out of the graph",
+         "Issue all work on the capturing stream or on streams forked from it (s.wait_stream(torch.cuda.current_stream()))."),
+    Rule("CG202", "default-stream", "error", "the step switches to the default stream, which capture does not record",
+         "Remove `torch.cuda.stream(torch.cuda.default_stream())`; use the current stream or a side stream forked from it."),
+    Rule("CG203", "unjoined-stream", "error", "a side stream forked from the capturing stream is not joined back",
+         "Join it before the step returns: torch.cuda.current_stream().wait_stream(side_stream)."),
+    Rule("CG301", "dynamic-shape", "error", "tensor shapes change between iterations; replay keeps the captured shapes",
+         "Pad inputs to a fixed size, or capture one graph per shape (as serving engines do per batch size)."),
+    Rule("CG302", "control-flow", "error", "the step runs different ops in different iterations; replay repeats the captured branch",
+         "Make the branch a tensor operation (torch.where), or capture one graph per branch and pick the graph in Python."),
+    Rule("CG401", "rng", "error", "random numbers from a generator the graph does not know",
+         "Use the default CUDA generator, or register yours: graph.register_generator_state(gen) before capture."),
+    Rule("CG402", "host-input", "error", "a host (CPU) value is copied to the GPU inside the step; replay reuses the captured value",
+         "Keep a static device tensor and copy new values into it before replay (static.copy_(new, non_blocking=True) from pinned memory)."),
+    Rule("CG403", "warmup", "warning", "lazy initialization inside capture (cuBLAS/cuDNN handles, cudnn.benchmark autotuning)",
+         "Run enough warmup iterations on a side stream before capture; disable cudnn.benchmark during capture.", True),
+    Rule("CG404", "capture-error", "error", "optimizer is not capturable",
+         "Create the optimizer with capturable=True (Adam, AdamW, ...), or capture only forward and backward."),
+    Rule("CG501", "capture-error", "error", "capture failed",
+         "See the CUDA error and the line named; fix the first problem cgtool reports above it.", True),
+    Rule("CG502", "empty-graph", "warning", "the captured graph has no GPU work",
+         "Make sure the step runs its work on the CUDA device passed to setup/inputs."),
+    Rule("CG503", "replay-mismatch", "error", "replay computes something different from eager on the same inputs",
+         "Look for per-iteration host values, unregistered state, or work outside the capturing stream.", True),
+)
+
+RULE_BY_ID = {r.id: r for r in RULES}
+
+# Rules whose evidence is the GPU run (the capture, the graph, replay versus eager): the CPU analysis skips them.
+GPU_ONLY_RULES: tuple[str, ...] = tuple(r.id for r in RULES if r.needs_gpu)
+
+
+def finding(rule_id: str, message: str | None = None, *, file: str | None = None, line: int | None = None,
+            source: str | None = None, function: str | None = None, hint: str | None = None,
+            severity: str | None = None) -> Finding:
+    """A Finding for rule `rule_id`; message and hint default to the rule's own."""
+    rule = RULE_BY_ID[rule_id]
+    return Finding(
+        rule=rule.id,
+        category=rule.category,
+        severity=severity or rule.severity,
+        message=message or rule.title,
+        file=file,
+        line=line,
+        source=source,
+        hint=hint or rule.hint,
+        function=function,
+    )

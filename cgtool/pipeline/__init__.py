@@ -1,0 +1,19 @@
+"""What the worker runs: the capture job (GPU pipeline or CPU analysis) and the bench job."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cgtool.model.job import BENCH, Job
+from cgtool.model.phase_log import PhaseLog
+
+
+def run_job(job: Job, log: PhaseLog) -> dict[str, Any]:
+    """Run `job` in this process; JSON-ready data back (a Report or a BenchReport)."""
+    if job.kind == BENCH:
+        from cgtool.pipeline.bench_job import bench_job
+
+        return bench_job(job, log)
+    from cgtool.pipeline.capture_job import capture_job
+
+    return capture_job(job, log).to_json()

@@ -1,0 +1,64 @@
+"""The bench job: per size, prepare (setup, warmup, capture once), then time eager and replay adaptively."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cgtool import __version__
+from cgtool.bench.measure import kernel_floor_us, measure, prepare
+from cgtool.bench.result import BenchReport, BenchResult
+from cgtool.capture.harness import CaptureFailed
+from cgtool.errors import CgtoolError, ExitCode
+from cgtool.model.job import Job
+from cgtool.model.phase_log import PhaseLog
+from cgtool.model.report import ErrorRecord
+from cgtool.pipeline.environment import environment
+from cgtool.script.contract import ScriptRaised, load_script
+from cgtool.script.errors import error_record
+
+
+def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
+    settings = job.settings
+    results, errors = [], []
+    try:
+        progress.phase("load", job.script)
+        script = load_script(job.script, job.entry)
+        import torch
+
+        if not torch.cuda.is_available():
+            raise CgtoolError("cgtool bench needs a CUDA device; none is visible to torch here. "
+                              "`cgtool capture` and `cgtool lint` still analyse the script on CPU.", ExitCode.ENVIRONMENT)
+        torch.cuda.init()
+        sizes = settings.get("sizes") or [None]
+        if sizes != [None] and not script.accepts_size():
+            raise CgtoolError(f"--sizes needs setup(device, size) or inputs(i, device, size) in {job.script}; "
+                              "neither takes a `size` parameter.")
+        for size in sizes:
+            try:
+                results.append(bench_one(script, size, settings, progress))
+            except ScriptRaised as exc:
+                errors.append(error_record(exc.phase, exc.exc))
+            except CaptureFailed as failed:
+                errors.append(failed.record)
+                break  # the CUDA context is unusable after a failed capture
+    except CgtoolError as exc:
+        errors.append(error_record("load", exc))
+    except SystemExit as exc:
+        errors.append(error_record(progress.current or "load", exc))
+    except ScriptRaised as exc:
+        errors.append(error_record(exc.phase, exc.exc))
+    except Exception as exc:  # keep the sizes measured so far; the traceback goes to the output
+        import traceback
+
+        traceback.print_exc()
+        errors.append(ErrorRecord(progress.current or "load", type(exc).__name__, str(exc).strip()[:2000]))
+    return BenchReport(tuple(results), dict(settings), tuple(errors), __version__).to_json()
+
+
+def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress: PhaseLog):
+    prep = prepare(script, size, settings, progress)
+    rounds = measure(prep, settings, progress, size)
+    floor = kernel_floor_us(prep.fns["replay"])
+    return BenchResult.from_rounds(rounds, script=script.path, entry=script.entry, size=size, gpu_floor_us=floor,
+                                   capture_ms=prep.capture_ms, instantiate_ms=prep.instantiate_ms,
+                                   pool_bytes=prep.pool_bytes, environment=environment())

@@ -1,0 +1,56 @@
+"""The CPU analysis: run the script on the CPU under the CUDA stand-ins, trace its warmup iterations,
+and run the checks. It catches every hazard that shows in the ops and calls; GPU_ONLY_RULES
+(cgtool/model/rules.py) lists the rules only a GPU run can establish (the capture itself, the graph, replay versus eager).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cgtool.model.finding import Finding
+from cgtool.model.report import ErrorRecord
+from cgtool.model.trace import Trace
+from cgtool.script.contract import Args, Script
+from cgtool.script.errors import error_record
+
+
+def analyze_on_cpu(script: Script, warmup: int = 3) -> tuple[Trace, list[Finding], list[ErrorRecord]]:
+    """Run setup on torch.device("cpu") and `warmup` traced iterations (inputs(i) each) under the CUDA
+    stand-ins; return the trace, the findings, and the errors the script raised (phase setup, inputs or
+    warmup). When the step raises, the iterations so far are still checked: the last op names the line."""
+    import torch
+
+    from cgtool.checks import run_checks
+    from cgtool.trace.standins import CAPTURE_STREAM, DEFAULT_STREAM, cuda_standins, run_on_cpu
+    from cgtool.trace.tracer import Tracer
+
+    device = torch.device("cpu")
+    errors: list[ErrorRecord] = []
+    with cuda_standins() as cuda:
+        tracer = Tracer(virtual_cuda=True, stream_probe=cuda.probe, device="cpu", call=run_on_cpu)
+        cuda.record = tracer.stream_event
+        trace = tracer.trace
+        trace.default_stream, trace.capture_stream = DEFAULT_STREAM, CAPTURE_STREAM
+        with tracer:
+            state = _phase(errors, "setup", tracer, cuda, lambda: script.call_setup(device))
+            for i in range(warmup if state is not None else 0):
+                inputs = _phase(errors, "inputs", tracer, cuda, lambda: script.call_inputs(i, device))
+                if errors:
+                    break
+                cuda.begin_iteration()
+                try:
+                    with cuda.paused(), tracer.iteration(i, "warmup", inputs=inputs):
+                        script.call_step(state, inputs)
+                except Exception as exc:  # the user's step raised: report it, check what ran
+                    errors.append(error_record("warmup", exc))
+                    break
+    return trace, run_checks(trace), errors
+
+
+def _phase(errors: list[ErrorRecord], phase: str, tracer: Any, cuda: Any, call: Any) -> Args | None:
+    try:
+        with cuda.paused(), tracer.host_watch(phase):  # the tracer's call hook stands in for the mode
+            return call()
+    except Exception as exc:
+        errors.append(error_record(phase, exc))
+        return None

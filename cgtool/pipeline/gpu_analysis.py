@@ -1,0 +1,56 @@
+"""Analysis during the GPU run: the op tracer over warmup and capture, the watcher of stream and
+synchronize calls, and torch's sync debug mode (recorded by the tracer at the user's line)."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager, nullcontext
+from typing import Any, ContextManager, Iterator
+
+from cgtool.model.finding import Finding
+from cgtool.model.frame import Frame
+
+
+class GpuAnalysis:
+    def __init__(self, enabled: bool = True) -> None:
+        self.tracer: Any = None
+        if enabled:
+            from cgtool.trace.tracer import Tracer
+
+            self.tracer = Tracer(sync_debug=True)
+
+    @contextmanager
+    def tracing(self) -> Iterator[None]:
+        """Around warmup and capture (not the replay check or timing, which run untraced)."""
+        if self.tracer is None:
+            yield
+            return
+        from cgtool.trace.cuda_watch import watch_cuda_calls
+
+        with self.tracer, watch_cuda_calls(self.tracer.stream_event):
+            yield
+
+    def iteration(self, index: int | str, inputs: Any = None) -> ContextManager[Any]:
+        return self.tracer.iteration(index, inputs=inputs) if self.tracer is not None else nullcontext()
+
+    def last_user_frame(self) -> Frame | None:
+        return self.tracer.last_user_frame() if self.tracer is not None else None
+
+    def first_capture_frame(self) -> Frame | None:
+        """The step's line of the first op recorded during capture (where an empty graph's work went)."""
+        if self.tracer is None:
+            return None
+        trace = self.tracer.trace
+        for it in trace.iterations:
+            if it.phase == "capture":
+                for op in it.ops:
+                    index = op.outer if op.outer >= 0 else op.frame
+                    if index >= 0:
+                        return trace.frames[index]
+        return None
+
+    def findings(self) -> list[Finding]:
+        if self.tracer is None:
+            return []
+        from cgtool.checks import run_checks
+
+        return run_checks(self.tracer.trace)

@@ -1,0 +1,86 @@
+"""The capture pipeline on a CUDA device: setup → traced warmup → capture → graph → replay check → timing."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from cgtool.capture.harness import Captured, CaptureFailed, instantiate, read_graph, run_to_capture
+from cgtool.capture.replay import check_replay
+from cgtool.model.phase_log import PhaseLog
+from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report, Timings
+from cgtool.pipeline.timing import quick_timings
+from cgtool.script.contract import Script, ScriptRaised
+
+
+def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
+                     work_dir: str | None) -> Captured | None:
+    import torch
+
+    from cgtool.checks.capture import check_capture_failure, check_captured
+    from cgtool.pipeline.gpu_analysis import GpuAnalysis
+
+    device = torch.device("cuda")
+    n_warm = int(settings.get("warmup", 3))
+    analysis = GpuAnalysis(enabled=settings.get("checks", True))
+    try:
+        captured = run_to_capture(script, device, settings, progress, analysis, settings.get("size"))
+    except CaptureFailed as failed:
+        report.status = CAPTURE_FAILED
+        report.errors.append(failed.record)
+        report.findings.extend(analysis.findings())
+        report.findings.extend(check_capture_failure(failed.record, report.findings))
+        report.skipped.append("graph, replay check and timing: capture failed (the CUDA context is now unusable)")
+        return None
+    except ScriptRaised:
+        report.findings.extend(analysis.findings())  # what ran before the step raised still counts
+        raise
+    report.findings.extend(analysis.findings())
+
+    progress.phase("read-graph")
+    driver_dot = os.path.join(work_dir, "graph.driver.dot") if work_dir else None
+    report.status = CAPTURED
+    try:
+        graph, read_ms, dot_ms = read_graph(captured, driver_dot)
+    except (ImportError, RuntimeError, OSError) as exc:  # cuda-bindings missing or too old for the driver
+        report.errors.append(ErrorRecord("read-graph", type(exc).__name__, (
+            f"{exc}. Capture worked, but the graph could not be read through cuda-bindings; install the "
+            "cuda-bindings major version that matches your driver (pip install 'cuda-bindings>=12.9,<14').")))
+        graph = None
+    else:
+        report.graph = graph
+        report.settings["read_graph_ms"] = round(read_ms, 2)
+        report.settings["driver_dot_ms"] = round(dot_ms, 2)
+        if driver_dot:
+            report.outputs["graph.driver.dot"] = driver_dot
+    inst_ms = instantiate(captured)
+    work = graph is None or bool(graph.nodes)  # an unreadable graph may still replay
+    if settings.get("replay_check", True) and work:
+        progress.phase("replay-check")
+        report.replay = check_replay(script, captured, device, n_warm + 1)
+    if settings.get("timing", True) and work:
+        progress.phase("timing")
+        t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
+        report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
+    report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))
+    return captured
+
+
+def entry_frame(script: Script):
+    """The `def` line of the entry function (seen through decorators such as @torch.no_grad()), where
+    findings about the whole step are placed; None when it is not the user's code."""
+    import inspect
+
+    from cgtool.script.frames import is_user_file, make_frame
+
+    code = getattr(inspect.unwrap(script.step), "__code__", None)
+    if code is None or not is_user_file(code.co_filename):
+        return None
+    import linecache
+
+    line = code.co_firstlineno  # the first decorator's line; step down to the `def` itself
+    for n in range(line, line + 20):
+        if linecache.getline(code.co_filename, n).lstrip().startswith(("def ", "async def ")):
+            line = n
+            break
+    return make_frame(code.co_filename, line, code.co_name)

@@ -1,0 +1,33 @@
+"""capture's timing: a short run of `cgtool bench`'s own measurement on the graph just captured."""
+
+from __future__ import annotations
+
+from cgtool.bench.measure import Prepared, measure
+from cgtool.bench.result import BenchResult
+from cgtool.capture.harness import Captured
+from cgtool.model.phase_log import PhaseLog
+from cgtool.model.report import Timings
+from cgtool.script.contract import Script, ScriptRaised
+
+
+def quick_timings(script: Script, captured: Captured, budget_s: float = 3.0) -> Timings:
+    """Per-iteration eager and replay GPU times: a short run of `cgtool bench`'s own measurement
+    (bench.measure.measure: alternating blocks, CUDA events, blocks on a slowed CPU left out)."""
+
+    def eager() -> None:
+        try:
+            script.call_step(captured.state, captured.static_inputs)
+        except Exception as exc:
+            raise ScriptRaised("timing", exc) from None
+
+    prep = Prepared({"eager": eager, "replay": captured.graph.replay}, captured.stream, captured.capture_ms, 0.0, 0)
+    settings = {"budget_s": budget_s, "target": 0.02, "min_time_s": min(1.0, budget_s / 2)}
+    r = BenchResult.from_rounds(measure(prep, settings, PhaseLog()), script=script.path, entry=script.entry)
+    kept = f"; {r.cpu_load.slowed} blocks on a CPU slowed by other load left out" if r.cpu_load and r.cpu_load.slowed else ""
+    return Timings(
+        eager_us=r.eager.gpu.median,
+        replay_us=r.replay.gpu.median,
+        iterations=r.iterations,
+        method=(f"median of {r.eager.gpu.n} eager and {r.replay.gpu.n} replay blocks taking turns, CUDA events on "
+                f"the capture stream ({r.stopped_by} after {r.elapsed_s:.1f} s{kept}); `cgtool bench` measures carefully"),
+    )

@@ -1,0 +1,169 @@
+"""Load a user script and call it through the script contract: setup(device), inputs(i, device), step(...).
+
+A script is a normal Python file. `step` (or the entry named with `script.py:name` / `--entry`) is one
+iteration; optional `setup(device)` returns the persistent state and optional `inputs(i, device)` the
+fresh inputs of iteration i, each as a dict (keyword arguments) or a tuple (positional arguments).
+`step` is called as step(*state, *inputs, **state, **inputs). See docs/script-contract.md.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import sys
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from cgtool.errors import CgtoolError
+
+CONTRACT = """\
+A cgtool script is a Python file with:
+  def setup(device):        # optional, run once: persistent state as a dict or tuple
+      model = Model().to(device)
+      return {"model": model}
+  def inputs(i, device):    # optional: fresh inputs of iteration i, as a dict or tuple
+      return {"x": torch.randn(64, 1024, device=device)}
+  def step(model, x):       # required: one iteration (forward, or forward+backward+optimizer)
+      return model(x)
+Pick another entry with `script.py:name` or --entry NAME."""
+
+
+@dataclass(frozen=True)
+class Args:
+    """Positional and keyword arguments built from a dict/tuple returned by setup or inputs."""
+
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, value: Any, what: str) -> Args:
+        if value is None:
+            return cls()
+        if isinstance(value, dict):
+            bad = [k for k in value if not isinstance(k, str)]
+            if bad:
+                raise CgtoolError(f"{what} returned a dict with non-string keys {bad!r}; keys must be argument names.")
+            return cls((), dict(value))
+        if isinstance(value, tuple):
+            return cls(value, {})
+        return cls((value,), {})  # a single value (a list too) is one positional argument
+
+    def __add__(self, other: Args) -> Args:
+        clash = set(self.kwargs) & set(other.kwargs)
+        if clash:
+            raise CgtoolError(f"setup and inputs both return the argument(s) {sorted(clash)}; each name must come from one.")
+        return Args(self.args + other.args, {**self.kwargs, **other.kwargs})
+
+
+@dataclass(frozen=True)
+class Script:
+    path: str
+    entry: str
+    step: Callable[..., Any]
+    setup: Callable[..., Any] | None
+    inputs: Callable[..., Any] | None
+    module: Any
+
+    def call_setup(self, device: Any, size: int | None = None) -> Args:
+        if self.setup is None:
+            return Args()
+        return Args.of(self.setup(device, **_size_kwarg(self.setup, size)), "setup")
+
+    def call_inputs(self, i: int, device: Any, size: int | None = None) -> Args | None:
+        """Inputs of iteration i, or None when the script has no inputs()."""
+        if self.inputs is None:
+            return None
+        return Args.of(self.inputs(i, device, **_size_kwarg(self.inputs, size)), "inputs")
+
+    def call_step(self, state: Args, inputs: Args | None) -> Any:
+        a = state if inputs is None else state + inputs
+        return self.step(*a.args, **a.kwargs)
+
+    def accepts_size(self) -> bool:
+        return any(fn is not None and "size" in _params(fn) for fn in (self.setup, self.inputs))
+
+
+def _params(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
+    try:
+        return dict(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return {}
+
+
+def _size_kwarg(fn: Callable[..., Any], size: int | None) -> dict[str, int]:
+    return {"size": size} if size is not None and "size" in _params(fn) else {}
+
+
+def parse_target(target: str, entry: str | None = None) -> tuple[str, str]:
+    """`script.py:name` -> (path, name); --entry wins over the suffix; default entry `step`."""
+    path, name = target, None
+    base, sep, suffix = target.rpartition(":")
+    if sep and suffix.isidentifier() and base and not os.path.exists(target):
+        path, name = base, suffix
+    return path, entry or name or "step"
+
+
+def compile_script(path: str) -> Any:
+    """The script's code object; a missing, unreadable or invalid file is a CgtoolError (exit 2)."""
+    if not os.path.exists(path):
+        raise CgtoolError(f"No such file: {path}")
+    if os.path.isdir(path):
+        raise CgtoolError(f"{path} is a folder; give a Python script (cgtool lint accepts folders).")
+    try:
+        with open(path, "rb") as fh:
+            return compile(fh.read(), path, "exec")
+    except SyntaxError as exc:
+        raise CgtoolError(f"Syntax error in {exc.filename or path}:{exc.lineno or '?'}: {exc.msg}\n    "
+                          f"{(exc.text or '').strip()}") from None
+    except (OSError, ValueError) as exc:  # unreadable, or not Python source (e.g. NUL bytes)
+        raise CgtoolError(f"Cannot read {path} as a Python script: {exc}") from None
+
+
+def load_script(path: str, entry: str = "step") -> Script:
+    """Import the script as a fresh module and resolve its contract functions."""
+    code = compile_script(path)
+    path = os.path.abspath(path)
+    name = "cgtool_user_" + "".join(c if c.isalnum() else "_" for c in os.path.splitext(os.path.basename(path))[0])
+    spec = importlib.util.spec_from_loader(name, loader=None, origin=path)
+    module = importlib.util.module_from_spec(spec)
+    module.__file__ = path
+    sys.modules[name] = module
+    script_dir = os.path.dirname(path)
+    if script_dir not in sys.path:
+        sys.path.insert(0, script_dir)  # the script's own helper modules import as they would with `python script.py`
+    try:
+        exec(code, module.__dict__)
+    except Exception as exc:  # the user's module-level code raised
+        raise ScriptRaised("load", exc) from None
+
+    step = getattr(module, entry, None)
+    if not callable(step):
+        have = [n for n in ("setup", "inputs", "step") if callable(getattr(module, n, None))]
+        found = f" It defines {', '.join(have)}." if have else ""
+        raise CgtoolError(f"{path} has no function `{entry}()`.{found}\n\n{CONTRACT}")
+    setup = getattr(module, "setup", None)
+    inputs = getattr(module, "inputs", None)
+    for label, fn in (("setup", setup), ("inputs", inputs)):
+        if fn is not None and not callable(fn):
+            raise CgtoolError(f"{path}: `{label}` is not a function.\n\n{CONTRACT}")
+    return Script(path, entry, step, setup, inputs, module)
+
+
+class ScriptRaised(Exception):
+    """The user's code raised in a phase (load, setup, inputs, step); carries the original exception."""
+
+    def __init__(self, phase: str, exc: BaseException) -> None:
+        super().__init__(f"{phase}: {type(exc).__name__}: {exc}")
+        self.phase = phase
+        self.exc = exc
+
+    def user_traceback(self) -> str:
+        """The traceback cut to the user's frames, then the exception line."""
+        from cgtool.script.frames import user_frames_of_traceback
+
+        frames = user_frames_of_traceback(self.exc.__traceback__)
+        lines = [f'  File "{f.file}", line {f.line}, in {f.function}\n    {f.source}' for f in frames]
+        lines += traceback.format_exception_only(type(self.exc), self.exc)
+        return "\n".join(line.rstrip("\n") for line in lines)

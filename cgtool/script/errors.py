@@ -1,0 +1,45 @@
+"""Error records from exceptions raised while cgtool ran the user's script: the type, the first line of the
+message, the user's frames, and the CUDA error the text names."""
+
+from __future__ import annotations
+
+import re
+
+from cgtool.errors import CgtoolError, ExitCode
+from cgtool.model.report import ErrorRecord
+from cgtool.script.frames import user_frames_of_traceback
+
+_CUDA_ERRORS = (
+    ("operation failed due to a previous error during capture", "cudaErrorStreamCaptureInvalidated"),
+    ("capturing stream has unjoined work", "cudaErrorStreamCaptureUnjoined"),
+    ("operation not permitted when stream is capturing", "cudaErrorStreamCaptureUnsupported"),
+    ("operation would make the legacy stream depend on a capturing blocking stream", "cudaErrorStreamCaptureImplicit"),
+    ("dependency created on uncaptured work in another stream", "cudaErrorStreamCaptureIsolation"),
+    ("capture sequence contains a fork that was not joined", "cudaErrorStreamCaptureUnjoined"),
+)
+
+
+
+def error_record(phase: str, exc: BaseException) -> ErrorRecord:
+    """The record of an exception raised while cgtool called the script. A broken script contract that
+    cgtool noticed while calling it (a CgtoolError, e.g. setup and inputs both returning `x`) is a
+    usage error (exit 2), not the script's exception; one about the machine is an environment error (exit 3)."""
+    if isinstance(exc, CgtoolError):
+        return ErrorRecord(phase, "usage" if exc.exit_code == ExitCode.USAGE else "environment", exc.message)
+    if isinstance(exc, SystemExit):  # the script called sys.exit(): its choice, reported as the script's error
+        return ErrorRecord(phase, "SystemExit", f"the script called sys.exit({exc.code!r})",
+                           user_frames_of_traceback(exc.__traceback__))
+    text = str(exc).strip()
+    return ErrorRecord(phase, type(exc).__name__, text.splitlines()[0] if text else type(exc).__name__,
+                       user_frames_of_traceback(exc.__traceback__), cuda_error_name(text))
+
+
+def cuda_error_name(text: str) -> str | None:
+    m = re.search(r"\b(cudaError\w+|CUDA_ERROR_\w+|CUBLAS_STATUS_\w+|CUDNN_STATUS_\w+)\b", text)
+    if m:
+        return m.group(1)
+    low = text.lower()
+    for needle, name in _CUDA_ERRORS:
+        if needle in low:
+            return name
+    return None

@@ -1,0 +1,238 @@
+"""What one op or call records: OpRecord fields, host tensors, copies, generators, Python numbers.
+
+OpRecorder is the recording half of the Tracer (cgtool/trace/tracer.py): the modes call on_aten before an
+aten op runs and on_call/after_call around a tensor call; its attributes are the state the modes share. Everything here runs per op: it builds no
+strings, keeps no tensors alive (host tensors are known by weak reference) and caches per function.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import weakref
+from typing import Any, Callable
+
+import torch
+
+from cgtool.model.trace import ATEN, Iteration, OpRecord, Trace
+from cgtool.trace import op_roles as R
+from cgtool.trace.call_recorder import CallRecorder, device_name, dtype_name
+from cgtool.trace.frame_table import SKIPPED, FrameTable, caller_frame
+
+Tensor = torch.Tensor
+# Which stream an op runs on: (stream id, capturing) for a device index; None where CUDA is absent.
+StreamProbe = Callable[[int], "tuple[int | None, bool | None]"]
+
+
+def _tensor_args(args: tuple, kwargs: dict) -> list[Tensor]:
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            out.append(a)
+        elif type(a) is list or type(a) is tuple:
+            for b in a:
+                if isinstance(b, Tensor):
+                    out.append(b)
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, Tensor):
+                out.append(a)
+    return out
+
+
+class OpRecorder(CallRecorder):
+    """Recording state and the per-op logic. `virtual_cuda`: CPU tensors stand for CUDA tensors, and only
+    tensors made on the host on purpose count as host tensors (the CPU run)."""
+
+    def __init__(self, trace: Trace, virtual_cuda: bool, probe: StreamProbe | None,
+                 call: Callable[[Any, tuple, dict], Any] | None) -> None:
+        self.trace = trace
+        self.virtual_cuda = virtual_cuda
+        self.probe = probe
+        self.run_call = call  # runs a user's call (the CPU stand-ins send CUDA devices to the CPU); None: as is
+        self.frame_table = FrameTable(trace.frames)
+        from cgtool.script.contract import Script
+
+        # A harness may make a step's inputs inside its iteration: those ops are not the step's.
+        self.frame_table.skip_codes = frozenset({Script.call_inputs.__code__, Script.call_setup.__code__})
+        self.ops: list[OpRecord] | None = None  # the current iteration's ops, None when not recording
+        self.current: Iteration | None = None  # the iteration being recorded
+        self.iteration_index = -1
+        self.phase = "setup"  # where host tensors made now come from: setup, inputs, step
+        self.mute = 0  # >0 inside calls whose inner aten ops are noise (print), or the tracer's own calls
+        self.call_host: bool | None = None  # side of the call in flight, for aten factories with no tensor args
+        self.host_tensors: dict[int, tuple[weakref.ref, str, bool]] = {}  # id -> (ref, origin phase, pinned)
+        self.main_thread = threading.get_ident()
+        self.backward_frames = (-1, -1)  # user frame of the last .backward(): frames of engine-thread ops
+        self.aten_names: dict[Any, tuple[str, bool]] = {}
+        self.call_names: dict[Any, str] = {}
+        self.call_kinds: dict[Any, tuple[str, int]] = {}
+        self.meta_cache: dict[tuple, tuple[tuple[str, ...], tuple[str, ...], int]] = {}
+        self.origin: str | None = None  # where a host tensor made by the call in flight comes from, if not _phase
+        self.sized_by_call: dict[str, Any] | None = None  # detail of a call with numbers awaiting its output
+        self.sized_by_data: dict[str, Any] | None = None  # detail of a data-sized op awaiting its output
+        self.broken = False  # a tracer failure: forward everything untouched from now on
+
+    def fail(self, exc: BaseException) -> None:
+        if self.trace.tracer_error is None:
+            self.trace.tracer_error = f"{type(exc).__name__}: {exc}"
+        self.ops = None  # stop recording; the modes keep forwarding ops untouched
+        self.broken = True
+
+    def where(self, depth: int) -> tuple[int, int]:
+        where = self.frame_table.locate(caller_frame(depth + 1))
+        if where[0] < 0 and threading.get_ident() != self.main_thread:
+            return self.backward_frames  # autograd engine thread (GPU backward): blame the .backward() line
+        return where
+
+    def host_info(self, t: Tensor) -> tuple[str, bool] | None:
+        entry = self.host_tensors.get(id(t))
+        if entry is not None and entry[0]() is t:
+            return entry[1], entry[2]
+        return None
+
+    def is_host(self, t: Tensor) -> bool:
+        if not self.virtual_cuda:
+            return not t.is_cuda
+        entry = self.host_tensors.get(id(t))
+        return entry is not None and entry[0]() is t
+
+    def tag(self, value: Any, pinned: bool, origin: str | None = None) -> None:
+        origin = origin or self.origin or self.phase
+        for t in ([value] if isinstance(value, Tensor) else value if isinstance(value, (list, tuple)) else ()):
+            if isinstance(t, Tensor):
+                key = id(t)
+                host = self.host_tensors
+
+                def drop(ref: weakref.ref, key: int = key) -> None:
+                    e = host.get(key)
+                    if e is not None and e[0] is ref:
+                        del host[key]
+
+                host[key] = (weakref.ref(t, drop), origin, pinned)
+
+    def untag(self, value: Any) -> None:
+        if isinstance(value, Tensor):
+            self.host_tensors.pop(id(value), None)
+
+    def side(self, device: Any) -> str | None:
+        """"host" or "device" for a device argument; None when it names neither."""
+        if device is None:
+            return None
+        if isinstance(device, str):
+            kind = device.split(":", 1)[0]
+        elif isinstance(device, torch.device):
+            kind = device.type
+            if kind == "cpu" and self.virtual_cuda:
+                return "device"  # the torch.device the harness passed in stands for the GPU
+        elif isinstance(device, int) and not isinstance(device, bool):
+            kind = "cuda"
+        else:
+            return None
+        return "device" if kind == "cuda" else "host" if kind == "cpu" else None
+
+    # ---- aten ops --------------------------------------------------------------------------------
+    def on_aten(self, func: Any, args: tuple, kwargs: dict) -> bool:
+        """Record one aten op; True when its outputs are host tensors to tag (CPU run)."""
+        self.sized_by_data = None
+        info = self.aten_names.get(func)
+        if info is None:
+            name = R.aten_packet(func)
+            notable = (name in R.SCALAR_READ_ATEN or name in R.DATA_DEPENDENT_ATEN or name in R.INDEX_ATEN
+                       or name in R.COPY_ATEN or name == R.REPEAT_ATEN)
+            info = self.aten_names[func] = (name, notable)
+        name, notable = info
+        tensors = _tensor_args(args, kwargs)
+        shapes = tuple([tuple(t.shape) for t in tensors])  # plain tuples of ints: the GC can untrack them
+        key = (tuple([t.dtype for t in tensors]), tuple([t.get_device() for t in tensors]))
+        meta = self.meta_cache.get(key)
+        if meta is None:  # (dtype names, device names, first device index) per combination, interned
+            index = next((d for d in key[1] if d >= 0), -1)
+            meta = self.meta_cache[key] = (tuple([dtype_name(t.dtype) for t in tensors]),
+                                      tuple([device_name(t) for t in tensors]), index)
+        dtypes, devices, index = meta
+        if self.virtual_cuda:
+            if self.call_host or not tensors:
+                host = bool(self.call_host)  # inside a host-only call (or a factory of one)
+            else:
+                host = bool(self.host_tensors) and all(self.is_host(t) for t in tensors)
+        else:
+            host = index < 0
+            if host and not tensors:
+                host = self.side(kwargs.get("device")) != "device"
+        stream = capturing = None
+        if not host and self.probe is not None:
+            stream, capturing = self.probe(max(index, 0))
+        try:
+            above = sys._getframe(2)  # above this frame and the dispatch mode's
+        except ValueError:  # the autograd engine's thread calls the mode straight from C++: nothing above it
+            above = None
+        inner, outer = self.frame_table.locate(above)
+        if inner < 0 and threading.get_ident() != self.main_thread:
+            inner, outer = self.backward_frames  # as _where: an autograd engine thread's op
+        if inner == SKIPPED:
+            return host and self.virtual_cuda
+        if stream is not None and self.current is not None and self.current.stream is None and inner >= 0:
+            self.current.stream = stream
+        detail = None
+        if notable or "generator" in kwargs:
+            detail = self.aten_detail(name, args, kwargs, tensors)
+        ops = self.ops
+        if ops is not None:
+            ops.append(OpRecord(ATEN, name, shapes, dtypes, devices, inner, outer, stream,
+                                capturing, host, detail))
+            if detail is not None and ("via" in detail or "data_dependent" in detail):
+                self.sized_by_data = detail  # its output shapes are filled in after it runs
+        return host and self.virtual_cuda
+
+    def aten_detail(self, name: str, args: tuple, kwargs: dict, tensors: list[Tensor]) -> dict[str, Any] | None:
+        d: dict[str, Any] = {}
+        gen = kwargs.get("generator")
+        if gen is not None:
+            d.update(self.generator_detail(gen))
+        if name in R.SCALAR_READ_ATEN or name in R.DATA_DEPENDENT_ATEN:
+            d["via"] = self.frame_table.library_path(sys._getframe(1))
+        elif name in R.INDEX_ATEN:
+            indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
+            if any(isinstance(i, Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
+                d["bool_index"] = True
+                d["via"] = self.frame_table.library_path(sys._getframe(1))
+        elif name == R.REPEAT_ATEN:
+            if tensors and kwargs.get("output_size") is None and isinstance(args[0] if args else None, Tensor) \
+                    and (len(args) < 2 or isinstance(args[1], Tensor) or args[0].dim() == 1 and len(args) == 1):
+                d["data_dependent"] = True
+        elif name in R.COPY_ATEN and not self.virtual_cuda:
+            self.copy_detail(d, name, args, kwargs)
+        return d or None
+
+    def copy_detail(self, d: dict[str, Any], name: str, args: tuple, kwargs: dict) -> None:
+        """GPU run: the direction of an aten-level copy between host and device."""
+        if name == "aten._to_copy" and args and isinstance(args[0], Tensor):
+            src, dst_side = args[0], self.side(kwargs.get("device"))
+            src_host = not src.is_cuda
+        elif name in ("aten.copy_", "aten.copy") and len(args) > 1 and isinstance(args[1], Tensor):
+            src, dst_side = args[1], ("host" if not args[0].is_cuda else "device")
+            src_host = not src.is_cuda
+        else:
+            return
+        if src_host and dst_side == "device":
+            d["move"] = "h2d"
+            self.mute += 1
+            try:
+                pinned = bool(src.is_pinned())
+            finally:
+                self.mute -= 1
+            origin = self.host_info(src)
+            d["src"] = origin[0] if origin else "unknown"
+            d["pinned"] = pinned
+        elif not src_host and dst_side == "host":
+            d["move"] = "d2h"
+            d["via"] = self.frame_table.library_path(sys._getframe(1))
+
+    def generator_detail(self, gen: Any) -> dict[str, Any]:
+        if gen is torch.default_generator or any(gen is g for g in getattr(torch.cuda, "default_generators", ())):
+            return {"generator": "default"}
+        intended = getattr(gen, "_cgtool_device", None)  # set by the CPU stand-in for torch.Generator
+        if intended is None:
+            intended = "device" if gen.device.type == "cuda" else "host"
+        return {"generator": "custom", "generator_device": intended}

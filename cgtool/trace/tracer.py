@@ -1,0 +1,312 @@
+"""Tracer: records a Trace through TorchDispatchMode (every aten op) and TorchFunctionMode (tensor calls).
+
+Usage (a harness):
+    tracer = Tracer()                      # Tracer(virtual_cuda=True, stream_probe=...) on the CPU run
+    with tracer:
+        with tracer.host_watch("setup"):   # optional: learn which tensors the user makes on the host
+            state = script.call_setup(device)
+        for i in range(warmup):
+            with tracer.iteration(i, inputs=args):
+                script.call_step(state, args)
+    trace = tracer.trace
+
+Robustness: recording runs in try/except; a failure switches recording off (Trace.tracer_error) and the
+user's op runs exactly as it would without the tracer. Ops are recorded before they run, so when an op
+raises (a failed capture) the last record and its frame name the culprit.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import warnings
+from typing import Any, Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from cgtool.trace import op_roles as R
+from cgtool.trace.call_recorder import FORWARD, PLAIN, SPECIAL
+from cgtool.trace.op_recorder import OpRecorder, StreamProbe
+
+Tensor = torch.Tensor
+from cgtool.model.frame import Frame
+from cgtool.model.trace import SYNC_WARNING, Iteration, OpRecord, StreamEvent, Trace
+
+_SYNC_WARNING_TEXT = "called a synchronizing CUDA operation"
+
+
+def cuda_stream_probe() -> StreamProbe | None:
+    """The real probe on a CUDA build: current stream id and is-capturing, per device index."""
+    if not torch.cuda.is_available():
+        return None
+    get = getattr(torch._C, "_cuda_getCurrentStream", None)
+    capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+
+    def probe(index: int) -> tuple[int | None, bool | None]:
+        sid = get(index)[0] if get is not None else torch.cuda.current_stream(index).stream_id
+        return sid, (bool(capturing()) if capturing is not None else torch.cuda.is_current_stream_capturing())
+
+    return probe
+
+
+class Tracer(OpRecorder):
+    """Records a Trace. `virtual_cuda=True` on the CPU run: CPU tensors stand for CUDA tensors, and only
+    tensors the user makes on the host on purpose (no device, device="cpu", .cpu()) count as host tensors.
+    `stream_probe(device_index)` gives (stream id, capturing) per device op; by default the real CUDA one.
+    `call(func, args, kwargs)` runs each tensor call (the CPU stand-ins' run_on_cpu); by default as is.
+    `sync_debug=True` (GPU run) also records torch.cuda.set_sync_debug_mode("warn") warnings as SYNC_WARNING
+    records (off by default: cgtool.pipeline.gpu_analysis hooks the warnings itself)."""
+
+    def __init__(self, *, virtual_cuda: bool = False, stream_probe: StreamProbe | None = None,
+                 sync_debug: bool = False, device: str | None = None,
+                 call: Callable[[Any, tuple, dict], Any] | None = None) -> None:
+        cuda = (not virtual_cuda) and torch.cuda.is_available()
+        probe = stream_probe if stream_probe is not None else (cuda_stream_probe() if cuda else None)
+        super().__init__(Trace(device=device or ("cuda:0" if cuda else "cpu"), virtual_cuda=virtual_cuda),
+                         virtual_cuda, probe, call)
+        self.sync_debug = sync_debug and cuda
+        self.modes: list[Any] = []
+        self.saved_sync_mode: Any = None
+        self.saved_showwarning: Any = None
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    def __enter__(self) -> Tracer:
+        if torch.cuda.is_available() and not self.virtual_cuda:
+            try:
+                self.trace.default_stream = torch.cuda.default_stream().stream_id
+            except Exception:  # noqa: BLE001 - stream ids are a nicety
+                pass
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        while self.modes:
+            self.modes.pop().__exit__(None, None, None)
+        self.ops = None
+
+    def iteration(self, index: int | str, phase: str | None = None, inputs: Any = None) -> _Phase:
+        """Context: record one iteration of the step. `phase` is "warmup" (default) or "capture";
+        iteration("capture") is short for the next index with phase "capture". `inputs` (an Args, dict or
+        tuple) records the shapes of the step's tensor inputs."""
+        if isinstance(index, str):
+            phase, index = index, len(self.trace.iterations)
+        return _Phase(self, index, phase or "warmup", inputs)
+
+    def host_watch(self, phase: str) -> _Phase:
+        """Context: record nothing, but learn which tensors are made on the host (setup, inputs)."""
+        return _Phase(self, -1, phase, None, record=False)
+
+    def last_user_frame(self) -> Frame | None:
+        """The user frame of the last op recorded (a failed capture's culprit)."""
+        for it in reversed(self.trace.iterations):
+            for op in reversed(it.ops):
+                if op.frame >= 0:
+                    return self.trace.frames[op.frame]
+        return None
+
+    # ---- stream events (the CPU stand-ins and the GPU watcher call this) -------------------------
+    def stream_event(self, kind: str, stream: int | None = None, target: int | None = None) -> None:
+        try:
+            inner, _ = self.frame_table.locate(sys._getframe(1))
+            if inner < 0:
+                return  # the harness's or torch's own call (torch.cuda.graph synchronizes), not the user's
+            pos = len(self.ops) if self.ops is not None else 0
+            if self.current is not None and self.current.stream is None and self.probe is not None:
+                self.current.stream = self.probe(torch.cuda.current_device() if not self.virtual_cuda else 0)[0]
+            self.trace.events.append(StreamEvent(self.iteration_index, pos, kind, stream, target, inner))
+        except Exception as exc:  # noqa: BLE001 - never break the user's call
+            self.fail(exc)
+
+    # ---- internals -------------------------------------------------------------------------------
+class _Phase:
+    """Context of one iteration (recording) or one host-watch phase (setup, inputs)."""
+
+    def __init__(self, tracer: Tracer, index: int, phase: str, inputs: Any, record: bool = True) -> None:
+        self.tracer, self.index, self.phase, self.inputs, self.record = tracer, index, phase, inputs, record
+        self.it: Iteration | None = None
+        self._saved: tuple[Any, ...] = ()
+        self._gc_was_enabled = True
+
+    def __enter__(self) -> Iteration | None:
+        t = self.tracer
+        self._saved = (t.ops, t.iteration_index, t.phase, t.frame_table.anchor, t.current)
+        t.frame_table.anchor = sys._getframe(1)
+        if self.record:
+            self.it = Iteration(self.index, self.phase, inputs=_input_shapes(self.inputs))
+            t.trace.iterations.append(self.it)
+            t.ops, t.iteration_index, t.phase, t.current = self.it.ops, self.index, "step", self.it
+            if t.broken:
+                t.ops = None  # recording was switched off by an earlier failure
+        else:
+            t.ops, t.iteration_index, t.phase = None, -1, self.phase
+        fmode = _FunctionMode(t)
+        fmode.__enter__()
+        t.modes.append(fmode)
+        self._gc_was_enabled = gc.isenabled()
+        if self.record:
+            gc.disable()  # collections would rescan the growing trace again and again; resumed on exit
+            dmode = _DispatchMode(t)
+            dmode.__enter__()
+            t.modes.append(dmode)
+            if t.sync_debug:
+                _SyncWarnings.start(t)
+        return self.it
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        t = self.tracer
+        if self.record and t.sync_debug:
+            _SyncWarnings.stop(t)
+        for _ in range(2 if self.record else 1):
+            t.modes.pop().__exit__(None, None, None)
+        if self._gc_was_enabled:
+            gc.enable()
+        if self.it is not None and exc is not None:
+            self.it.error = f"{type(exc).__name__}: {exc}"
+        t.ops, t.iteration_index, t.phase, t.frame_table.anchor, t.current = self._saved
+        t.frame_table.forget()
+
+
+def _input_shapes(inputs: Any) -> dict[str, tuple[int, ...]]:
+    out: dict[str, tuple[int, ...]] = {}
+    if inputs is None:
+        return out
+    args = getattr(inputs, "args", inputs if isinstance(inputs, (list, tuple)) else ())
+    kwargs = getattr(inputs, "kwargs", inputs if isinstance(inputs, dict) else {})
+    for i, v in enumerate(args):
+        if isinstance(v, Tensor):
+            out[f"arg{i}"] = tuple(v.shape)
+    for k, v in kwargs.items():
+        if isinstance(v, Tensor):
+            out[k] = tuple(v.shape)
+    return out
+
+
+class _DispatchMode(TorchDispatchMode):
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        return False  # no torch._disable_dynamo wrapper around our handler: it costs ~2 us per op
+
+    def __init__(self, tracer: Tracer) -> None:
+        super().__init__()
+        self.tracer = tracer
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if kwargs is None:
+            kwargs = {}
+        t = self.tracer
+        if t.ops is None or t.mute or t.broken:
+            return func(*args, **kwargs)
+        try:
+            tag = t.on_aten(func, args, kwargs)
+        except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
+            t.fail(exc)
+            tag = False
+        out = func(*args, **kwargs)
+        if tag or t.sized_by_data is not None:
+            try:
+                if tag:
+                    t.tag(out, pinned=False)
+                if t.sized_by_data is not None:
+                    outs = out if isinstance(out, (list, tuple)) else (out,)
+                    t.sized_by_data["out_shapes"] = tuple(tuple(o.shape) for o in outs if isinstance(o, Tensor))
+                    t.sized_by_data = None
+            except Exception as exc:  # noqa: BLE001
+                t.fail(exc)
+        return out
+
+
+class _FunctionMode(TorchFunctionMode):
+    def __init__(self, tracer: Tracer) -> None:
+        super().__init__()
+        self.tracer = tracer
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if kwargs is None:
+            kwargs = {}
+        t = self.tracer
+        run = t.run_call
+        if t.mute or t.broken:
+            return func(*args, **kwargs) if run is None else run(func, args, kwargs)
+        try:
+            name, kind = t.call_kinds.get(func) or t.call_kind(func)
+            if kind == PLAIN and t.ops is not None:  # the common case: no role of its own in the checks
+                host = t.plain_call(name, args, kwargs)
+            elif kind == FORWARD or (t.ops is None and name not in R.HOST_WATCH_CALLS):
+                # a host watch only cares about creations and moves
+                return func(*args, **kwargs) if run is None else run(func, args, kwargs)
+            else:
+                kind = SPECIAL
+                host, target = t.on_call(name, args, kwargs)
+                quiet = name in R.QUIET_CALLS
+        except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
+            t.fail(exc)
+            return func(*args, **kwargs) if run is None else run(func, args, kwargs)
+        if kind == PLAIN:
+            try:
+                out = func(*args, **kwargs) if run is None else run(func, args, kwargs)
+            finally:
+                t.call_host = None
+            if t.sized_by_call is not None:
+                try:
+                    if isinstance(out, Tensor):
+                        t.sized_by_call["out_shape"] = tuple(out.shape)
+                    t.sized_by_call = None
+                except Exception as exc:  # noqa: BLE001
+                    t.fail(exc)
+            return out
+        if quiet:
+            t.mute += 1
+        try:
+            out = func(*args, **kwargs) if run is None else run(func, args, kwargs)
+        finally:
+            if quiet:
+                t.mute -= 1
+            t.call_host = None
+        try:
+            return t.after_call(name, args, kwargs, host, target, out)
+        except Exception as exc:  # noqa: BLE001
+            t.fail(exc)
+            return out
+
+
+class _SyncWarnings:
+    """GPU run: torch.cuda.set_sync_debug_mode("warn") warnings become SYNC_WARNING records at the user's line."""
+
+    @staticmethod
+    def start(t: Tracer) -> None:
+        try:
+            t.saved_sync_mode = torch.cuda.get_sync_debug_mode()
+            t.warnings_ctx = warnings.catch_warnings()  # filters and showwarning come back on stop
+            t.warnings_ctx.__enter__()
+            warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype")
+            torch.cuda.set_sync_debug_mode("warn")
+            warnings.filterwarnings("always", message=_SYNC_WARNING_TEXT)
+            t.saved_showwarning = original = warnings.showwarning
+
+            def showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
+                            line: Any = None) -> None:
+                if _SYNC_WARNING_TEXT in str(message) and t.ops is not None:
+                    inner, outer = t.where(1)
+                    if inner >= 0:  # not the harness's own, nor inputs() made inside the iteration
+                        t.ops.append(OpRecord(SYNC_WARNING, "cuda-sync", frame=inner, outer=outer))
+                    return
+                original(message, category, filename, lineno, file, line)
+
+            warnings.showwarning = showwarning
+        except Exception as exc:  # noqa: BLE001
+            t.fail(exc)
+
+    @staticmethod
+    def stop(t: Tracer) -> None:
+        try:
+            if t.saved_showwarning is not None:
+                warnings.showwarning = t.saved_showwarning
+                t.saved_showwarning = None
+            if t.saved_sync_mode is not None:
+                torch.cuda.set_sync_debug_mode(t.saved_sync_mode)
+            ctx, t.warnings_ctx = getattr(t, "warnings_ctx", None), None
+            if ctx is not None:
+                ctx.__exit__(None, None, None)
+        except Exception as exc:  # noqa: BLE001
+            t.fail(exc)

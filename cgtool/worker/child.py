@@ -1,0 +1,42 @@
+"""The child's side of the worker (`python -m cgtool.worker JOB RESULT FD`): read the job, run it through
+the pipeline with progress events written to the pipe FD, write the result atomically, and leave without
+interpreter teardown (a poisoned CUDA context can hang or crash in atexit handlers)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from cgtool.model.job import Job
+from cgtool.model.phase_log import PhaseLog
+
+
+def pipe_writer(fd: int):  # noqa: ANN201 - a callable for PhaseLog
+    """A PhaseLog sender that writes one JSON line per event to the parent's pipe (lost if it closed)."""
+    pipe = os.fdopen(fd, "w", buffering=1)
+
+    def send(event: dict[str, Any]) -> None:
+        try:
+            pipe.write(json.dumps(event, default=str) + "\n")
+        except OSError:
+            pass
+
+    return send
+
+
+def main(argv: list[str]) -> int:
+    job_path, result_path, fd = argv[0], argv[1], int(argv[2])
+    with open(job_path) as fh:
+        job = Job.from_json(json.load(fh))
+    from cgtool.pipeline import run_job
+
+    result = run_job(job, PhaseLog(pipe_writer(fd)))
+    tmp = result_path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(result, fh)
+    os.replace(tmp, result_path)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

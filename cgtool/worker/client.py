@@ -1,0 +1,143 @@
+"""Run a job in a disposable child process and always come back with a structured result.
+
+A failed capture poisons the CUDA context and user code can crash the interpreter, so GPU work runs
+in `python -m cgtool.worker.client`. The parent passes a job (JSON), reads progress events from a pipe,
+enforces the timeout, turns Ctrl-C into a clean stop, and reads the result (JSON) the child wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from cgtool.model.job import Job
+from cgtool.model.report import WORKER_FAILED, ErrorRecord, Report
+
+OUTPUT_TAIL_CHARS = 4000
+
+
+@dataclass
+class WorkerOutcome:
+    result: dict[str, Any] | None  # what the job returned; None when the worker died first
+    failure: str | None = None  # "timeout", "crash", "interrupted" or None
+    message: str = ""  # one paragraph for the user when failure is set
+    phase: str = ""  # the last phase the worker announced
+    output: str = ""  # the tail of what the worker (the user's script) printed
+    returncode: int | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+def run_job(job: Job, timeout: float | None = None,
+            on_event: Callable[[dict[str, Any]], None] | None = None) -> WorkerOutcome:
+    """Run `job` in a child process; never raises for the child's failures."""
+    with tempfile.TemporaryDirectory(prefix="cgtool-worker-") as tmp:
+        job_path = os.path.join(tmp, "job.json")
+        result_path = os.path.join(tmp, "result.json")
+        log_path = os.path.join(tmp, "output.log")
+        with open(job_path, "w") as fh:
+            json.dump(job.to_json(), fh)
+        read_fd, write_fd = os.pipe()
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "cgtool.worker", job_path, result_path, str(write_fd)],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                pass_fds=(write_fd,), start_new_session=True, env=env,
+            )
+        os.close(write_fd)
+        outcome = WorkerOutcome(result=None)
+        reader = threading.Thread(target=_read_events, args=(read_fd, outcome, on_event), daemon=True)
+        reader.start()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _kill(proc)
+            outcome.failure = "timeout"
+            outcome.message = (f"The worker ran past --timeout {timeout:g} s during the {outcome.phase or 'start-up'} "
+                               "phase and was stopped. A step that hangs (a wait on a stream that never runs, a deadlock) "
+                               "or a very slow warmup does this; raise --timeout if the step is just slow.")
+        except KeyboardInterrupt:
+            _kill(proc)
+            outcome.failure = "interrupted"
+            outcome.message = f"Interrupted (Ctrl-C) during the {outcome.phase or 'start-up'} phase; the worker was stopped."
+        reader.join(timeout=2)
+        outcome.returncode = proc.returncode
+        outcome.output = _tail(log_path)
+        if outcome.failure is None:
+            if os.path.exists(result_path):
+                with open(result_path) as fh:
+                    outcome.result = json.load(fh)
+            else:
+                outcome.failure = "crash"
+                outcome.message = (f"The worker process died during the {outcome.phase or 'start-up'} phase "
+                                   f"({_describe_exit(proc.returncode)}) without a result. The script or a library "
+                                   "it calls crashed the interpreter; its last output is in the report.")
+        return outcome
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - OUTPUT_TAIL_CHARS))
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _read_events(fd: int, outcome: WorkerOutcome, on_event: Callable[[dict[str, Any]], None] | None) -> None:
+    with os.fdopen(fd, "r", errors="replace") as pipe:
+        for line in pipe:
+            try:
+                event = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            outcome.events.append(event)
+            if event.get("phase"):
+                outcome.phase = event["phase"]
+            if on_event is not None:
+                try:
+                    on_event(event)
+                except Exception:
+                    pass  # a display problem must not lose the run
+
+
+def report_from_outcome(job: Job, outcome: WorkerOutcome) -> Report:
+    """The worker's report, or a report that explains why the worker gave none."""
+    if outcome.result is not None:
+        report = Report.from_json(outcome.result)
+    else:
+        from cgtool import __version__
+
+        report = Report(script=job.script, entry=job.entry, settings=dict(job.settings),
+                        cgtool_version=__version__, status=WORKER_FAILED)
+        report.errors.append(ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message))
+    report.script_output = outcome.output
+    return report
