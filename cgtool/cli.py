@@ -1,17 +1,41 @@
-"""The `cgtool` command line: a click group; each command lives in cgtool/commands/<name>.py."""
+"""The `cgtool` command line: a click group whose commands (cgtool/commands/<name>.py) load when used,
+and the one place where an error or an exit code becomes the process's exit status."""
 
 from __future__ import annotations
 
+import importlib
 import sys
+from typing import Any
 
 import click
 
 from cgtool import __version__
-from cgtool.commands import COMMANDS
 from cgtool.errors import CgtoolError, ExitCode
 
+# name -> "module:attribute"; a command's module is imported only when that command (or --help) needs it.
+COMMANDS = {
+    "capture": "cgtool.commands.capture:capture",
+    "lint": "cgtool.commands.lint:lint",
+    "bench": "cgtool.commands.bench:bench",
+    "dot": "cgtool.commands.dot:dot",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class LazyGroup(click.Group):
+    """click's documented pattern for lazily loaded subcommands."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, attr = target.split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="cgtool")
 def cli() -> None:
     """Can this PyTorch step be captured as a CUDA graph? Which line stops it? What does replay buy?
@@ -24,11 +48,7 @@ def cli() -> None:
     """
 
 
-for _command in COMMANDS:
-    cli.add_command(_command)
-
-
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> Any:
     """Entry point: run the CLI, turning a CgtoolError into its message and exit code."""
     from cgtool.render.console import print_error
 
@@ -45,4 +65,4 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+    sys.exit(code if isinstance(code, int) else ExitCode.OK)

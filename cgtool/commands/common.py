@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
 from cgtool.errors import ExitCode
-from cgtool.model.job import Job
-from cgtool.model.report import CAPTURED, CPU_ONLY, WORKER_FAILED, Report
-from cgtool.worker.client import WorkerOutcome, run_job
+
+if TYPE_CHECKING:  # loaded when a command runs, not when the CLI starts
+    from cgtool.model.job import Job
+    from cgtool.model.report import Report
+    from cgtool.worker.client import WorkerOutcome
 
 
 def script_options(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -26,6 +28,7 @@ def script_options(fn: Callable[..., Any]) -> Callable[..., Any]:
 def make_job(kind: str, target: str, entry: str | None, warmup: int, force_cpu: bool = False,
              settings: dict[str, Any] | None = None) -> Job:
     """Check the script exists and compiles (cheaply, in this process), then describe the job."""
+    from cgtool.model.job import Job
     from cgtool.script.contract import compile_script, parse_target
 
     path, entry = parse_target(target, entry)
@@ -36,6 +39,7 @@ def make_job(kind: str, target: str, entry: str | None, warmup: int, force_cpu: 
 def run_with_progress(job: Job, timeout: float, show: bool) -> WorkerOutcome:
     """Run the job in the worker; show the phases on stderr while it runs."""
     from cgtool.render.console import console
+    from cgtool.worker.client import run_job
 
     if not show:
         return run_job(job, timeout)
@@ -52,6 +56,8 @@ def run_with_progress(job: Job, timeout: float, show: bool) -> WorkerOutcome:
 
 def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
     """capture's exit code: the report and how the worker ended (documented in `cgtool capture --help`)."""
+    from cgtool.model.report import CAPTURED, CPU_ONLY, WORKER_FAILED
+
     if outcome.failure == "interrupted":
         return ExitCode.INTERRUPTED
     if report.status == WORKER_FAILED:
