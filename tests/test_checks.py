@@ -80,7 +80,8 @@ def test_clean_samples_have_no_error(path):
     trace, findings, errors = analysed(path)
     assert not errors and trace.tracer_error is None
     assert [f for f in findings if f.severity == "error"] == []
-    assert len(trace.iterations) == 3 and all(it.ops for it in trace.iterations)
+    assert [it.phase for it in trace.iterations] == ["warmup"] * 3 + ["capture"]
+    assert all(it.ops for it in trace.iterations)
 
 
 def test_samples_cover_every_category():

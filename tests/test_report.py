@@ -63,5 +63,38 @@ def test_capture_failure_translation():
     raw = ErrorRecord("capture", "RuntimeError", "operation failed", fr, "cudaErrorStreamCaptureInvalidated")
     [f] = check_capture_failure(raw, [])
     assert f.rule == "CG501" and "cudaErrorStreamCaptureInvalidated" in f.message and f.line == 7
-    explained = [finding("CG101", file="/x/s.py", line=7)]
-    assert check_capture_failure(raw, explained) == []
+    from dataclasses import replace
+
+    from cgtool.checks.verdict import judge
+    from cgtool.model.report import CAPTURE_FAILED
+
+    at_failure = judge([finding("CG101", file="/x/s.py", line=7)], CAPTURE_FAILED, raw, None)
+    assert at_failure[0].evidence == "confirmed"
+    assert check_capture_failure(raw, at_failure) == []  # the trace explains the failure: no CG501
+    elsewhere = judge([finding("CG101", file="/x/s.py", line=3)], CAPTURE_FAILED, raw, None)
+    assert elsewhere[0].evidence == "untested"
+    [f] = check_capture_failure(raw, elsewhere)  # a finding at another line does not explain it
+    assert f.rule == "CG501"
+    no_frame = replace(raw, frames=())
+    assert check_capture_failure(no_frame, [finding("CG101", file="/x/s.py", line=3)]) == []
+
+
+def test_the_real_capture_confirms_or_refutes_what_the_trace_predicts():
+    from cgtool.checks.verdict import judge
+    from cgtool.model.report import CAPTURED, ReplayCheck
+    from cgtool.model.rules import finding
+
+    sync = finding("CG101", "`.item()` reads a GPU value on the host", file="/x/s.py", line=5)
+    copy = finding("CG402", "`torch.tensor(..., device=...)` copies Python data to the GPU every iteration",
+                   file="/x/s.py", line=6)
+    shape = finding("CG301", "tensor shapes change between steady-state iterations", file="/x/s.py", line=7)
+    match = ReplayCheck("match", "inputs(4), fresh")
+    s, c, d = judge([sync, copy, shape], CAPTURED, None, match)
+    assert (s.evidence, s.severity) == ("refuted", "info") and "the real capture succeeded" in s.message
+    assert (c.evidence, c.severity) == ("refuted", "info") and "replay matched eager on inputs(4)" in c.message
+    assert (d.evidence, d.severity) == ("untested", "error")  # the trace saw the shape change itself
+    mismatch = ReplayCheck("mismatch", "inputs(4), fresh")
+    s, c, _ = judge([sync, copy, shape], CAPTURED, None, mismatch)
+    assert (s.evidence, c.evidence, c.severity) == ("refuted", "confirmed", "error")
+    [c] = judge([copy], CAPTURED, None, None)  # no replay check ran
+    assert (c.evidence, c.severity) == ("untested", "error")

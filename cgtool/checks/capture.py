@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cgtool.model.finding import Finding
+from cgtool.model.finding import CONFIRMED, Finding
 from cgtool.model.frame import Frame
 from cgtool.model.report import ErrorRecord, Report
 from cgtool.model.rules import finding
@@ -15,9 +15,11 @@ def check_capture_failure(record: ErrorRecord, found: list[Finding]) -> list[Fin
     driver's words ("operation failed due to a previous error during capture") stay in the report's
     errors. When nothing explains it, CG501 carries the CUDA error and the user frame active then.
     """
-    if any(f.severity == "error" for f in found):
-        return []
     frame = record.user_frame
+    if any(f.evidence == CONFIRMED for f in found):
+        return []
+    if frame is None and any(f.severity == "error" for f in found):
+        return []  # no line to compare with: the trace's error finding is the best explanation
     text = f"{record.cuda_error or ''} {record.message}"
     if any(k in text for k in ("CUBLAS_STATUS_NOT_INITIALIZED", "cudnnFind", "CUDNN_STATUS", "cublasCreate")):
         return [finding("CG403", f"a library initialised itself inside capture: {record.message}",

@@ -34,10 +34,40 @@ def quote(trace: Trace, frame: int) -> str:
     return f"line {f.line} (`{source}`)" if source else f"line {f.line}"
 
 
+def capture_iterations(trace: Trace) -> list[Iteration]:
+    """The iterations whose ops are what a capture records: the capture iteration (on the GPU the real
+    capture, on the CPU the emulated one). A trace without one (older traces, hand-made ones) offers all.
+
+    Checks of what happens during capture (syncs, streams, generators, host copies) read these, not
+    warmup: capture-aware libraries take another path while a stream captures, and first iterations do
+    one-time work that capture never sees."""
+    captured = [it for it in trace.iterations if it.phase == "capture"]
+    return captured or list(trace.iterations)
+
+
+def op_place(trace: Trace, op: OpRecord) -> str:
+    """"`aten.mm` at line 12 (`y = model(x)`)", plus the library frame that issued it when it is not the
+    user's own line: "…, in transformers/masking_utils.py:755 in find_packed_sequence_indices"."""
+    text = f"`{op.name}` at {quote(trace, op.frame)}"
+    lib = trace.frame(op.lib)
+    if lib is not None:
+        text += f", in {library_place(lib)}"
+    return text
+
+
+def library_place(f: Frame) -> str:
+    from cgtool.trace.frame_table import short_path
+
+    return f"{short_path(f.file.replace(chr(92), '/'))}:{f.line} in {f.function}"
+
+
 def compared_iterations(trace: Trace) -> list[Iteration]:
-    """Iterations to compare with each other: those that completed, without the first when there are
-    three or more (the first does one-time work: lazy init, optimizer state)."""
-    done = [it for it in trace.iterations if it.error is None and it.ops]
+    """The steady state: warmup iterations that completed, without the first when two or more remain
+    after it (the first does one-time work: lazy init, optimizer state, caches). Shapes and op sequences
+    are compared among these; the capture iteration is not, because capture-aware code legitimately runs
+    other ops while a stream captures. A trace with no warmup iteration compares what it has."""
+    warm = [it for it in trace.iterations if it.phase != "capture"] or list(trace.iterations)
+    done = [it for it in warm if it.error is None and it.ops]
     return done[1:] if len(done) >= 3 else done
 
 

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from cgtool.checks.common import alignments, compared_iterations, finding_at
+from cgtool.checks.common import alignments, capture_iterations, compared_iterations, finding_at
 from cgtool.checks.sync import is_optimizer_host_read
 from cgtool.model.finding import Finding
 from cgtool.model.trace import ATEN, CALL, OpRecord, Trace
@@ -23,7 +23,7 @@ _SYNC_NAMES = frozenset(R.SCALAR_READ_CALLS) | R.SCALAR_READ_ATEN | frozenset(R.
 
 def check_host_copies(trace: Trace) -> list[Finding]:
     out: list[Finding] = []
-    for it in trace.iterations:
+    for it in capture_iterations(trace):
         for op in it.ops:
             d = op.detail
             if d and d.get("move") == "h2d":
@@ -83,7 +83,7 @@ def _show(changed: list[tuple[object, object]]) -> str:
 
 def check_device_work(trace: Trace) -> list[Finding]:
     """A step that gives the GPU nothing to do captures an empty graph (warning)."""
-    its = compared_iterations(trace)
+    its = [it for it in capture_iterations(trace) if it.error is None and it.ops] or compared_iterations(trace)
     if not its or trace.tracer_error is not None:
         return []
     for it in its:

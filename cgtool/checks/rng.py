@@ -8,14 +8,14 @@ host work are fine and not reported.
 
 from __future__ import annotations
 
-from cgtool.checks.common import finding_at
+from cgtool.checks.common import capture_iterations, finding_at
 from cgtool.model.finding import Finding
 from cgtool.model.trace import Trace
 
 
 def check_rng(trace: Trace) -> list[Finding]:
     out: list[Finding] = []
-    for it in trace.iterations:
+    for it in capture_iterations(trace):
         for op in it.ops:
             d = op.detail
             if not d or d.get("generator") != "custom" or d.get("generator_device") != "device" or op.host:

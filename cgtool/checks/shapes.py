@@ -11,7 +11,7 @@ import ast
 import functools
 from typing import Iterable
 
-from cgtool.checks.common import Alignment, alignments, finding_at, finding_for, quote, user_ops
+from cgtool.checks.common import Alignment, alignments, finding_at, finding_for, op_place, user_ops
 from cgtool.model.finding import Finding
 from cgtool.model.frame import Frame
 from cgtool.model.trace import OpRecord, Trace
@@ -40,7 +40,7 @@ def check_shapes(trace: Trace) -> list[Finding]:
             causes += pairs
             if a.frame in data_dependent:
                 continue  # sizes that follow from data (nonzero, masks): the sync finding names the line
-            out.append(finding_at(trace, "CG301", b.frame, _shape_message(a, b, al)))
+            out.append(finding_at(trace, "CG301", b.frame, _shape_message(a, b, al, trace)))
     return out
 
 
@@ -69,16 +69,29 @@ def _explained(pair: tuple[int, int], causes: list[tuple[int, int]]) -> bool:
     return any((p, q) == (c, d) or (p * d == q * c and c) or (p - q == c - d) for c, d in causes)
 
 
-def _shape_message(a: OpRecord, b: OpRecord, al: Alignment) -> str:
-    diff = [(x, y) for x, y in zip(a.shapes, b.shapes) if x != y] or list(zip(a.shapes, b.shapes))
-    sa = ", ".join(str(tuple(x)) for x, _ in diff)
-    sb = ", ".join(str(tuple(y)) for _, y in diff)
-    msg = (f"tensor shapes change between iterations: `{b.name}` gets {sa} in iteration {al.a.index} "
-           f"and {sb} in iteration {al.b.index}; replay keeps the captured shapes")
+def _shape_message(a: OpRecord, b: OpRecord, al: Alignment, trace: Trace) -> str:
+    """Say exactly what differs: which argument of which op, which dimension, the two sizes; and which of
+    the step's inputs changed with it."""
+    i, j = al.a.index, al.b.index
+    where = op_place(trace, b)
+    if len(a.shapes) != len(b.shapes):
+        what = f"{where} gets {len(a.shapes)} tensors in iteration {i} and {len(b.shapes)} in iteration {j}"
+    else:
+        k, (x, y) = next((k, p) for k, p in enumerate(zip(a.shapes, b.shapes)) if p[0] != p[1])
+        if len(x) != len(y):
+            what = (f"tensor {k} of {where} has {len(x)} dimensions in iteration {i} and {len(y)} in iteration {j} "
+                    f"({tuple(x)} then {tuple(y)})")
+        else:
+            dims = [(d, p, q) for d, (p, q) in enumerate(zip(x, y)) if p != q]
+            sizes = "; ".join(f"dim {d} is {p} in iteration {i} and {q} in iteration {j}" for d, p, q in dims[:3])
+            what = f"tensor {k} of {where}: {sizes} ({tuple(x)} then {tuple(y)})"
+    msg = f"tensor shapes change between steady-state iterations: {what}; replay keeps the captured shapes"
     changed = [k for k in al.a.inputs if k in al.b.inputs and al.a.inputs[k] != al.b.inputs[k]]
     if changed:
         k = changed[0]
-        msg += f" (input `{k}` of the step is {al.a.inputs[k]} then {al.b.inputs[k]})"
+        sa, sb = al.a.inputs[k], al.b.inputs[k]
+        dims = [f"dim {d}: {p} then {q}" for d, (p, q) in enumerate(zip(sa, sb)) if p != q] or [f"{sa} then {sb}"]
+        msg += f" (the step's input `{k}` changes: {', '.join(dims)})"
     return msg
 
 
@@ -96,8 +109,8 @@ def check_control_flow(trace: Trace) -> list[Finding]:
         where, branch = _branch_of(trace, a, b)
         if _line(branch) in syncs or _line(where) in syncs:
             continue  # a branch on a tensor value: the sync finding at that line says it
-        ra = f"`{a.name}` at {quote(trace, a.frame)}" if a else "nothing more"
-        rb = f"`{b.name}` at {quote(trace, b.frame)}" if b else "nothing more"
+        ra = op_place(trace, a) if a else "nothing more"
+        rb = op_place(trace, b) if b else "nothing more"
         lead = "this branch goes different ways in different iterations" if branch is not None else \
             "the step runs different ops in different iterations"
         out.append(finding_for("CG302", branch or where, f"{lead}: iteration {al.a.index} runs {ra} where "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from cgtool.checks.common import finding_at, quote
+from cgtool.checks.common import capture_iterations, finding_at, quote
 from cgtool.model.finding import Finding
 from cgtool.model.trace import Iteration, StreamEvent, Trace
 
@@ -52,7 +52,7 @@ def check_streams(trace: Trace) -> list[Finding]:
     events_of: dict[int, list[StreamEvent]] = {}
     for ev in trace.events:
         events_of.setdefault(ev.iteration, []).append(ev)
-    for it in trace.iterations:
+    for it in capture_iterations(trace):
         evs = events_of.get(it.index, [])
         if trace.virtual_cuda:
             origin = trace.capture_stream if trace.capture_stream is not None else 1

@@ -7,10 +7,13 @@ called into torch, and named by the library function it happened in.
 
 from __future__ import annotations
 
-from cgtool.checks.common import finding_at
+from dataclasses import replace
+
+from cgtool.checks.common import capture_iterations, finding_at
 from cgtool.model.finding import Finding
 from cgtool.model.trace import ATEN, CALL, SYNC_WARNING, OpRecord, Trace
 from cgtool.trace import op_roles as R
+from cgtool.trace.frame_table import describe_library_frame
 
 _SYNC_EVENTS = {
     "sync-device": "`torch.cuda.synchronize()` waits for the GPU",
@@ -26,7 +29,7 @@ _SCALER_HINT = ("Capture forward and backward only and run scaler.step(opt) and 
 
 def check_sync(trace: Trace) -> list[Finding]:
     out: list[Finding] = []
-    for it in trace.iterations:
+    for it in capture_iterations(trace):
         ops = it.ops
         for k, op in enumerate(ops):
             if op.host:
@@ -85,17 +88,19 @@ def _scalar_read(trace: Trace, op: OpRecord, what: str, aten: str | None, via: t
 
 
 def _in_library(trace: Trace, op: OpRecord, rule: str, message: str, via: tuple[str, ...]) -> Finding:
-    """A sync at the user's line; when it happened inside torch, say where, and recognize the optimizer
-    (not capturable: CG404) and GradScaler (steps on the host)."""
+    """A sync at the user's line; when it happened inside a library, name the innermost library frame
+    that issued it (not the wrappers on the way), and recognize the optimizer (not capturable: CG404) and
+    GradScaler (steps on the host)."""
     if not via:
         return finding_at(trace, rule, op.frame, message)
-    where = via[-1] if len(via) == 1 else f"{via[0]} → {via[-1]}"
+    where = describe_library_frame(via[-1])
     if any("torch/optim/" in v for v in via):
         return _optimizer(trace, op, via)
     if any("grad_scaler.py" in v for v in via):
-        return finding_at(trace, "CG101", op.frame, f"GradScaler reads a GPU value on the host (`{op.name}` in "
-                          f"{via[-1]}): it checks found_inf on the host before stepping", hint=_SCALER_HINT)
-    return finding_at(trace, rule, op.frame, f"{message}, inside torch ({where})")
+        return replace(finding_at(trace, "CG101", op.frame, f"GradScaler reads a GPU value on the host (`{op.name}` in "
+                       f"{where}): it checks found_inf on the host before stepping", hint=_SCALER_HINT), library=where)
+    package = via[-1].split("/", 1)[0].split(":", 1)[0]
+    return replace(finding_at(trace, rule, op.frame, f"{message}, inside {package} ({where})"), library=where)
 
 
 def is_optimizer_host_read(op: OpRecord) -> bool:
@@ -109,14 +114,15 @@ def _optimizer(trace: Trace, op: OpRecord, via: tuple[str, ...]) -> Finding:
                   "torch/optim")
     where = "its step count on the host" if op.host else "a GPU value on the host"
     return finding_at(trace, "CG404", op.frame, f"the optimizer ({module}) reads {where} (`{op.name}` in "
-                      f"{via[-1] if via else module}): without capturable=True it cannot be captured (PyTorch "
+                      f"{describe_library_frame(via[-1]) if via else module}): without capturable=True it cannot be captured (PyTorch "
                       "raises `Attempting CUDA graph capture of step() ... capturable is False`)")
 
 
 def _event_findings(trace: Trace) -> list[Finding]:
     out = []
+    captured = {it.index for it in capture_iterations(trace)}
     for ev in trace.events:
-        if ev.iteration >= 0 and ev.kind in _SYNC_EVENTS:
+        if ev.iteration in captured and ev.kind in _SYNC_EVENTS:
             out.append(finding_at(trace, "CG104", ev.frame, _SYNC_EVENTS[ev.kind]))
     return out
 

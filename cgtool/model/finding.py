@@ -7,6 +7,12 @@ from typing import Any
 
 SEVERITIES = ("error", "warning", "info")
 
+# Finding.evidence values: what the real capture and replay on the GPU said about a finding from the trace.
+CONFIRMED = "confirmed"  # the capture failed at this line, or replay differed from eager as the finding predicts
+REFUTED = "refuted"  # the capture succeeded / replay matched where the finding predicted otherwise (now info)
+UNTESTED = "untested"  # the real run could not tell (capture stopped earlier, replay check not run, ...)
+EVIDENCE = (CONFIRMED, REFUTED, UNTESTED)
+
 # The fixed category vocabulary (JSON field `category`). New ones may be added; these keep their names.
 CATEGORIES = (
     "sync",
@@ -35,6 +41,10 @@ class Finding:
     source: str | None = None  # the text of that line
     hint: str | None = None  # the concrete fix
     function: str | None = None
+    # What the real capture said about this finding (GPU run): CONFIRMED, REFUTED or UNTESTED; None for the
+    # CPU analysis and for findings that are themselves observations of the real capture (CG501-CG503).
+    evidence: str | None = None
+    library: str | None = None  # the innermost library frame that issued the op ("pkg/mod.py:12 in fn")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

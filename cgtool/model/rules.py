@@ -20,35 +20,41 @@ class Rule:
     hint: str
     needs_gpu: bool = False  # True: only the GPU run can detect it (the CPU run sees stream switches
     # through its CUDA stand-ins, so CG201 and CG502 are found there too; the GPU run confirms them)
+    # What the finding predicts, for the GPU run to confirm or refute: CAPTURE_FAILS, REPLAY_DIFFERS, or
+    # None for observations of the real run itself (CG403, CG501-CG503).
+    predicts: str | None = None
 
+
+CAPTURE_FAILS = "capture-fails"
+REPLAY_DIFFERS = "replay-differs"  # the capture may succeed, but replay does not compute what eager does
 
 RULES: tuple[Rule, ...] = (
     Rule("CG101", "sync", "error", "host reads a GPU value (.item(), bool(tensor), print(tensor), if tensor:)",
-         "Keep the value on the GPU (torch.where, masking, clamp) or move the read out of the captured step."),
+         "Keep the value on the GPU (torch.where, masking, clamp) or move the read out of the captured step.", predicts=CAPTURE_FAILS),
     Rule("CG102", "sync", "error", "output size depends on the data (nonzero, boolean-mask indexing, masked_select, unique)",
-         "Use a fixed-size form: torch.where(mask, x, 0), multiply by the mask, or pad to a static maximum size."),
+         "Use a fixed-size form: torch.where(mask, x, 0), multiply by the mask, or pad to a static maximum size.", predicts=CAPTURE_FAILS),
     Rule("CG103", "sync", "error", "device-to-host copy (.cpu(), .tolist(), .numpy(), .to('cpu'))",
-         "Copy into a preallocated pinned host buffer with non_blocking=True after the step, or read results after replay."),
+         "Copy into a preallocated pinned host buffer with non_blocking=True after the step, or read results after replay.", predicts=CAPTURE_FAILS),
     Rule("CG104", "sync", "error", "explicit synchronization (torch.cuda.synchronize, Stream/Event.synchronize)",
-         "Move the synchronize out of the step; order work with stream.wait_stream / event.wait instead."),
+         "Move the synchronize out of the step; order work with stream.wait_stream / event.wait instead.", predicts=CAPTURE_FAILS),
     Rule("CG201", "uncaptured-work", "error", "work issued on a stream that is not capturing; it runs once and is left out of the graph",
-         "Issue all work on the capturing stream or on streams forked from it (s.wait_stream(torch.cuda.current_stream()))."),
+         "Issue all work on the capturing stream or on streams forked from it (s.wait_stream(torch.cuda.current_stream())).", predicts=REPLAY_DIFFERS),
     Rule("CG202", "default-stream", "error", "the step switches to the default stream, which capture does not record",
-         "Remove `torch.cuda.stream(torch.cuda.default_stream())`; use the current stream or a side stream forked from it."),
+         "Remove `torch.cuda.stream(torch.cuda.default_stream())`; use the current stream or a side stream forked from it.", predicts=REPLAY_DIFFERS),
     Rule("CG203", "unjoined-stream", "error", "a side stream forked from the capturing stream is not joined back",
-         "Join it before the step returns: torch.cuda.current_stream().wait_stream(side_stream)."),
+         "Join it before the step returns: torch.cuda.current_stream().wait_stream(side_stream).", predicts=CAPTURE_FAILS),
     Rule("CG301", "dynamic-shape", "error", "tensor shapes change between iterations; replay keeps the captured shapes",
-         "Pad inputs to a fixed size, or capture one graph per shape (as serving engines do per batch size)."),
+         "Pad inputs to a fixed size, or capture one graph per shape (as serving engines do per batch size).", predicts=REPLAY_DIFFERS),
     Rule("CG302", "control-flow", "error", "the step runs different ops in different iterations; replay repeats the captured branch",
-         "Make the branch a tensor operation (torch.where), or capture one graph per branch and pick the graph in Python."),
+         "Make the branch a tensor operation (torch.where), or capture one graph per branch and pick the graph in Python.", predicts=REPLAY_DIFFERS),
     Rule("CG401", "rng", "error", "random numbers from a generator the graph does not know",
-         "Use the default CUDA generator, or register yours: graph.register_generator_state(gen) before capture."),
+         "Use the default CUDA generator, or register yours: graph.register_generator_state(gen) before capture.", predicts=CAPTURE_FAILS),
     Rule("CG402", "host-input", "error", "a host (CPU) value is copied to the GPU inside the step; replay reuses the captured value",
-         "Keep a static device tensor and copy new values into it before replay (static.copy_(new, non_blocking=True) from pinned memory)."),
+         "Keep a static device tensor and copy new values into it before replay (static.copy_(new, non_blocking=True) from pinned memory).", predicts=REPLAY_DIFFERS),
     Rule("CG403", "warmup", "warning", "lazy initialization inside capture (cuBLAS/cuDNN handles, cudnn.benchmark autotuning)",
          "Run enough warmup iterations on a side stream before capture; disable cudnn.benchmark during capture.", True),
     Rule("CG404", "capture-error", "error", "optimizer is not capturable",
-         "Create the optimizer with capturable=True (Adam, AdamW, ...), or capture only forward and backward."),
+         "Create the optimizer with capturable=True (Adam, AdamW, ...), or capture only forward and backward.", predicts=CAPTURE_FAILS),
     Rule("CG501", "capture-error", "error", "capture failed",
          "See the CUDA error and the line named; fix the first problem cgtool reports above it.", True),
     Rule("CG502", "empty-graph", "warning", "the captured graph has no GPU work",

@@ -37,6 +37,7 @@ class OpRecord:
     capturing: bool | None = None  # torch.cuda.is_current_stream_capturing() (GPU run; None on CPU)
     host: bool = False  # the op works on host tensors only: no GPU work, never a sync
     detail: dict[str, Any] | None = None  # see docs/checks.md: move, src, pinned, via, generator, scalars, ...
+    lib: int = -1  # the library frame that issued the op (index into Trace.frames), -1 when the user's own line
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind, "name": self.name, "shapes": [list(s) for s in self.shapes],
@@ -50,6 +51,8 @@ class OpRecord:
             d["host"] = True
         if self.detail:
             d["detail"] = _jsonable(self.detail)
+        if self.lib >= 0:
+            d["lib"] = self.lib
         return d
 
     @classmethod
@@ -59,7 +62,7 @@ class OpRecord:
             detail = {k: tuple(v) if isinstance(v, list) else v for k, v in detail.items()}
         return cls(d["kind"], d["name"], tuple(tuple(s) for s in d.get("shapes", ())), tuple(d.get("dtypes", ())),
                    tuple(d.get("devices", ())), d.get("frame", -1), d.get("outer", -1), d.get("stream"),
-                   d.get("capturing"), d.get("host", False), detail or None)
+                   d.get("capturing"), d.get("host", False), detail or None, d.get("lib", -1))
 
 
 @dataclass(frozen=True)

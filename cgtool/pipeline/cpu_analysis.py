@@ -15,16 +15,23 @@ from cgtool.script.errors import error_record
 
 
 def analyze_on_cpu(script: Script, warmup: int = 3) -> tuple[Trace, list[Finding], list[ErrorRecord]]:
-    """Run setup on torch.device("cpu") and `warmup` traced iterations (inputs(i) each) under the CUDA
-    stand-ins; return the trace, the findings, and the errors the script raised (phase setup, inputs or
-    warmup). When the step raises, the iterations so far are still checked: the last op names the line."""
+    """Run setup, `warmup` traced iterations (inputs(i) each) and one traced capture iteration (inputs(warmup))
+    under the CUDA stand-ins, as the GPU run does; return the trace, the findings, and the errors the script
+    raised (phase setup, inputs, warmup or capture). When the step raises, the iterations so far are still
+    checked: the last op names the line.
+
+    The device passed to setup() and inputs() is `torch.device("cuda")`, as on a GPU, so scripts that choose by
+    device (`capturable=(device.type == "cuda")`, pinned memory, fused kernels) take their GPU path; the
+    stand-ins run it on the CPU. During the capture iteration `torch.cuda.is_current_stream_capturing()` is
+    true for the script and its libraries, so capture-aware code (transformers skips data-dependent checks)
+    takes the path it takes under a real capture."""
     import torch
 
     from cgtool.checks import run_checks
     from cgtool.trace.standins import CAPTURE_STREAM, DEFAULT_STREAM, cuda_standins, run_on_cpu
     from cgtool.trace.tracer import Tracer
 
-    device = torch.device("cpu")
+    device = torch.device("cuda")
     errors: list[ErrorRecord] = []
     with cuda_standins() as cuda:
         tracer = Tracer(virtual_cuda=True, stream_probe=cuda.probe, device="cpu", call=run_on_cpu)
@@ -33,17 +40,20 @@ def analyze_on_cpu(script: Script, warmup: int = 3) -> tuple[Trace, list[Finding
         trace.default_stream, trace.capture_stream = DEFAULT_STREAM, CAPTURE_STREAM
         with tracer:
             state = _phase(errors, "setup", tracer, cuda, lambda: script.call_setup(device))
-            for i in range(warmup if state is not None else 0):
+            for i in range(warmup + 1 if state is not None else 0):
+                phase = "warmup" if i < warmup else "capture"
                 inputs = _phase(errors, "inputs", tracer, cuda, lambda: script.call_inputs(i, device))
                 if errors:
                     break
-                cuda.begin_iteration()
+                cuda.begin_iteration(capturing=phase == "capture")
                 try:
-                    with cuda.paused(), tracer.iteration(i, "warmup", inputs=inputs):
+                    with cuda.paused(), tracer.iteration(i, phase, inputs=inputs):
                         script.call_step(state, inputs)
                 except Exception as exc:  # the user's step raised: report it, check what ran
-                    errors.append(error_record("warmup", exc))
+                    errors.append(error_record(phase, exc))
                     break
+                finally:
+                    cuda.capturing = False
     return trace, run_checks(trace), errors
 
 

@@ -18,6 +18,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     import torch
 
     from cgtool.checks.capture import check_capture_failure, check_captured
+    from cgtool.checks.verdict import judge
     from cgtool.pipeline.gpu_analysis import GpuAnalysis
 
     device = torch.device("cuda")
@@ -28,7 +29,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     except CaptureFailed as failed:
         report.status = CAPTURE_FAILED
         report.errors.append(failed.record)
-        report.findings.extend(analysis.findings())
+        report.findings.extend(judge(analysis.findings(), CAPTURE_FAILED, failed.record, None))
         report.findings.extend(check_capture_failure(failed.record, report.findings))
         report.skipped.append("graph, replay check and timing: capture failed (the CUDA context is now unusable)")
         return None
@@ -62,6 +63,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         progress.phase("timing")
         t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
+    report.findings = judge(report.findings, CAPTURED, None, report.replay)
     report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))
     return captured
 

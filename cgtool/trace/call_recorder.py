@@ -141,7 +141,7 @@ class CallRecorder:
         self.ops.append(OpRecord(CALL, name, tuple(tuple(t.shape) for t in tensors),
                                   tuple(dtype_name(t.dtype) for t in tensors),
                                   tuple(device_name(t) for t in tensors), inner, outer, None, None, host,
-                                  detail or None))
+                                  detail or None, self.frame_table.issuer))
         if "scalars" in detail:
             self.sized_by_call = detail  # _after_call adds the output shape: a size or a value changed?
         return host, target

@@ -25,6 +25,8 @@ class FrameTable:
         self._hot_frame: types.FrameType | None = None
         self._hot_lasti = -1
         self._hot_hit = (-1, -1)
+        self._hot_issuer = -1
+        self.issuer = -1  # after locate(): the library frame that issued the op (index), -1 when the user's own
         self._last_frame: types.FrameType | None = None
         self._last_line = -1
         self._last_hit = (-1, -1)
@@ -47,7 +49,8 @@ class FrameTable:
     def locate(self, f: types.FrameType | None) -> tuple[int, int]:
         """(innermost, outermost) user frame indices walking out from f, stopping at the anchor (the
         harness: its own frames are never the user's, even when its file is not in site-packages);
-        (SKIPPED, SKIPPED) under a caller in skip_codes.
+        (SKIPPED, SKIPPED) under a caller in skip_codes. Sets `issuer`: the frame that issued the op
+        when it is a library's (interned like user frames, so a finding can name it).
 
         Ops issued from the same Python frame at the same instruction (all of backward, or an op and
         its decomposition) reuse the last walk: the cache holds that frame, so its id is not reused."""
@@ -62,12 +65,19 @@ class FrameTable:
                 break
             f = f.f_back
         if f is None:
+            self.issuer = -1
             return -1, -1
         lasti = f.f_lasti
         if f is self._hot_frame and lasti == self._hot_lasti:
+            self.issuer = self._hot_issuer
             return self._hot_hit
         hit = self._walk(f)
-        self._hot_frame, self._hot_lasti, self._hot_hit = f, lasti, hit
+        code = f.f_code
+        u = self._user.get(code)
+        if u is None:
+            u = self.is_user(code)
+        self.issuer = -1 if u or hit[0] < 0 else self.index(f)
+        self._hot_frame, self._hot_lasti, self._hot_hit, self._hot_issuer = f, lasti, hit, self.issuer
         return hit
 
     def forget(self) -> None:
@@ -112,18 +122,37 @@ class FrameTable:
         return hit
 
     def library_path(self, f: types.FrameType | None, limit: int = 8) -> tuple[str, ...]:
-        """The library frames between f and the innermost user frame, nearest the user first
-        ("torch/amp/grad_scaler.py:step"), skipping cgtool's and torch's interposition frames."""
+        """The library frames between f and the innermost user frame, nearest the user first, each as
+        "pkg/module.py:LINE:function" ("transformers/masking_utils.py:755:find_packed_sequence_indices"),
+        skipping cgtool's and torch's interposition frames. A deep stack keeps its ends: the frames nearest
+        the user and the innermost one, which issued the op."""
         out: list[str] = []
         while f is not None and not self.is_user(f.f_code):
             path = f.f_code.co_filename.replace("\\", "/")
             if not any(skip in path for skip in _INTERPOSITION_PATHS):
-                cut = path.rfind("/torch/")
-                short = path[cut + 1:] if cut >= 0 else path.rsplit("/", 1)[-1]
-                out.append(f"{short}:{f.f_code.co_name}")
+                out.append(f"{short_path(path)}:{f.f_lineno}:{f.f_code.co_name}")
             f = f.f_back
         out.reverse()
-        return tuple(out[:limit])
+        return tuple(out if len(out) <= limit else out[:limit - 1] + out[-1:])
+
+
+def short_path(path: str) -> str:
+    """A library file as people name it: from its package down ("transformers/masking_utils.py",
+    "torch/nn/modules/module.py"); the file name alone when no package folder is found."""
+    for marker in ("/site-packages/", "/dist-packages/"):
+        cut = path.rfind(marker)
+        if cut >= 0:
+            return path[cut + len(marker):]
+    cut = path.rfind("/torch/")
+    return path[cut + 1:] if cut >= 0 else path.rsplit("/", 1)[-1]
+
+
+def describe_library_frame(entry: str) -> str:
+    """"pkg/mod.py:12:fn" as "pkg/mod.py:12 in fn" (older two-part entries "pkg/mod.py:fn" as they are)."""
+    parts = entry.rsplit(":", 2)
+    if len(parts) == 3 and parts[1].isdigit():
+        return f"{parts[0]}:{parts[1]} in {parts[2]}"
+    return entry
 
 
 # Frames between an op and the code that issued it: cgtool's own, and torch's interposition machinery.

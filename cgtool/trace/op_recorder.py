@@ -180,7 +180,7 @@ class OpRecorder(CallRecorder):
         ops = self.ops
         if ops is not None:
             ops.append(OpRecord(ATEN, name, shapes, dtypes, devices, inner, outer, stream,
-                                capturing, host, detail))
+                                capturing, host, detail, self.frame_table.issuer))
             if detail is not None and ("via" in detail or "data_dependent" in detail):
                 self.sized_by_data = detail  # its output shapes are filled in after it runs
         return host and self.virtual_cuda

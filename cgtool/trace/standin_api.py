@@ -31,15 +31,18 @@ class StandinStreams:
         self.stream_ids = itertools.count(CAPTURE_STREAM + 1)
         self.event_ids = itertools.count(1)
         self.streams: dict[int, Stream] = {}
+        self.capturing = False  # the emulated capture iteration is under way
 
     def probe(self, device_index: int = 0) -> tuple[int, None]:
         """The Tracer's stream probe: (stream id, capturing unknown)."""
         return self.current, None
 
-    def begin_iteration(self) -> None:
-        """Each iteration starts on the emulated capturing stream, as the capture will."""
+    def begin_iteration(self, capturing: bool = False) -> None:
+        """Each iteration starts on the emulated capturing stream, as the capture will; `capturing` marks the
+        emulated capture itself (torch.cuda.is_current_stream_capturing() answers True to the script)."""
         self.current = CAPTURE_STREAM
         self.stack.clear()
+        self.capturing = capturing
 
     def report(self, kind: str, stream: int | None, target: int | None) -> None:
         if self.record is not None:
@@ -70,6 +73,13 @@ def set_active(owner: StandinStreams | None) -> None:
 
 def called_by_user(depth: int = 2) -> bool:
     return is_user_file(sys._getframe(depth).f_code.co_filename)
+
+
+def called_outside_torch(depth: int = 2) -> bool:
+    """True when the caller is the user's code or a library of theirs (transformers, timm, ...), not torch
+    itself or cgtool: they get the answers a GPU machine gives; torch's internals keep the CPU's."""
+    path = sys._getframe(depth).f_code.co_filename.replace("\\", "/")
+    return not ("/torch/" in path or "/cgtool/" in path or path.startswith("<"))
 
 
 class Stream:

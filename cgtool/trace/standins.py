@@ -28,7 +28,7 @@ from cgtool.trace.standin_api import (
     StandinStreams,
     Stream,
     StreamContext,
-    called_by_user,
+    called_outside_torch,
     is_cuda_device,
     run_on_cpu,
     set_active,
@@ -84,10 +84,13 @@ class CudaStandins(StandinStreams):
         real_available, real_count = c.is_available, c.device_count
 
         def is_available() -> bool:
-            return True if called_by_user() else real_available()
+            return True if called_outside_torch() else real_available()
 
         def device_count() -> int:
-            return 1 if called_by_user() else real_count()
+            return 1 if called_outside_torch() else real_count()
+
+        def is_current_stream_capturing() -> bool:
+            return self.capturing and called_outside_torch()
 
         def synchronize(device: Any = None) -> None:
             self.report("sync-device", None, None)
@@ -105,7 +108,7 @@ class CudaStandins(StandinStreams):
             "default_stream": lambda device=None: self.stream(DEFAULT_STREAM),
             "set_stream": set_stream, "synchronize": synchronize,
             "ExternalStream": lambda stream_ptr, device=None: Stream(),
-            "is_current_stream_capturing": lambda: False,
+            "is_current_stream_capturing": is_current_stream_capturing,
             "current_device": lambda: 0, "set_device": lambda device: None, "init": lambda: None,
             "get_device_name": lambda device=None: props.name,
             "get_device_capability": lambda device=None: (props.major, props.minor),

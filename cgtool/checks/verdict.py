@@ -1,0 +1,64 @@
+"""The GPU run is ground truth: mark each finding of the trace confirmed, refuted or untested by what the
+real capture and the replay check showed.
+
+A finding predicts that capture fails (a sync, an unjoined stream, a non-capturable optimizer) or that replay
+differs from eager (uncaptured work, host values, branches, shapes). When the real capture succeeded, a
+capture-fails prediction was wrong; when replay on fresh inputs matched eager as well, a replay-differs
+prediction was wrong too, unless the trace saw the difference itself between steady-state iterations (a
+shape or a branch that really changes, a Python number that really changes): such a finding keeps its
+severity. A refuted finding is kept, as info, so the user sees what the trace thought and why it was set aside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from cgtool.model.finding import CONFIRMED, REFUTED, UNTESTED, Finding
+from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, ReplayCheck
+from cgtool.model.rules import CAPTURE_FAILS, RULE_BY_ID
+
+# Findings made by comparing steady-state iterations: the trace itself saw the difference.
+_SEEN_BETWEEN_ITERATIONS = ("CG301", "CG302")
+
+
+def observed_between_iterations(f: Finding) -> bool:
+    return f.rule in _SEEN_BETWEEN_ITERATIONS or (f.rule == "CG402" and "between iterations" in f.message)
+
+
+def judge(findings: list[Finding], status: str, failure: ErrorRecord | None,
+          replay: ReplayCheck | None) -> list[Finding]:
+    """`findings` with `evidence` set from the real run (status CAPTURED or CAPTURE_FAILED)."""
+    failed_at = {(fr.file, fr.line) for fr in failure.frames} if failure is not None else set()
+    out = []
+    for f in findings:
+        rule = RULE_BY_ID.get(f.rule)
+        if rule is None or rule.predicts is None or f.evidence is not None:
+            out.append(f)
+            continue
+        out.append(_judged(f, rule.predicts, status, failed_at, replay))
+    return out
+
+
+def _judged(f: Finding, predicts: str, status: str, failed_at: set, replay: ReplayCheck | None) -> Finding:
+    if status == CAPTURE_FAILED:
+        if predicts == CAPTURE_FAILS and (f.file, f.line) in failed_at:
+            return replace(f, evidence=CONFIRMED)
+        return replace(f, evidence=UNTESTED)
+    if status != CAPTURED:
+        return replace(f, evidence=UNTESTED)
+    if predicts == CAPTURE_FAILS:
+        return _refuted(f, "the real capture succeeded")
+    # replay-differs: the replay check on fresh inputs decides
+    if replay is None or replay.status not in ("match", "mismatch"):
+        return replace(f, evidence=UNTESTED)
+    if replay.status == "mismatch":
+        return replace(f, evidence=CONFIRMED)
+    if observed_between_iterations(f):
+        return replace(f, evidence=UNTESTED, message=f"{f.message} (replay matched eager on {replay.inputs}, "
+                       "but the trace saw this change between steady-state iterations)")
+    return _refuted(f, f"the real capture succeeded and replay matched eager on {replay.inputs}")
+
+
+def _refuted(f: Finding, why: str) -> Finding:
+    severity = "info" if f.severity in ("error", "warning") else f.severity
+    return replace(f, evidence=REFUTED, severity=severity, message=f"{f.message} [refuted: {why}]")
