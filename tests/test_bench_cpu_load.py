@@ -40,10 +40,10 @@ class LoadedHost:
         return Block({"gpu": [wall * 0.99], "wall": [wall]}, iterations=8, probe_us=probe)
 
 
-def bench(slowed_fraction: float, seed: int, **kw) -> BenchResult:
+def bench(slowed_fraction: float, seed: int, machine_best_us: float | None = None, **kw) -> BenchResult:
     clock = FakeClock()
     rounds = run_rounds(LoadedHost(clock, slowed_fraction, seed), clock=clock, **{"min_time_s": 2.0, **kw})
-    return BenchResult.from_rounds(rounds, script="s.py", entry="step")
+    return BenchResult.from_rounds(rounds, script="s.py", entry="step", machine_best_us=machine_best_us)
 
 
 def test_probe_times_a_python_loop() -> None:
@@ -142,3 +142,46 @@ def test_drift_the_probe_cannot_see_widens_the_ci_instead_of_converging() -> Non
     _, boot_low, boot_high = speedup_ci(rounds.samples["eager"]["wall"], rounds.samples["replay"]["wall"])
     assert boot_high / boot_low < 1.01  # the bootstrap takes the samples as independent: far too sure
     assert r.speedup_wall.high / r.speedup_wall.low > 1.05  # widened by the batch medians
+
+
+def test_a_run_slowed_throughout_says_its_speedup_is_not_trustworthy(tmp_path) -> None:
+    """Every block on a slowed CPU: the verdict gives no CI and says why (issue: 4.5x 'CI 4.5-4.8' with 98% slowed)."""
+    from cgtool.pipeline.machine_cache import best_probe_us, remember_probe_us
+    from cgtool.render.bench import verdict_line
+
+    path = str(tmp_path / "machine.json")
+    quiet_run = bench(0.0, seed=4, budget_s=3.0)  # an earlier run on a quiet CPU leaves its floor in the cache
+    remember_probe_us(quiet_run.cpu_load.probe_floor_us, path)
+    r = bench(1.0, seed=5, budget_s=4.0)
+    # Against its own fastest block, a run slowed throughout looks mostly fine: only the cache can tell.
+    assert r.cpu_load.slowed_fraction < 0.5 and r.cpu_load.untrustworthy is None
+    assert "95% CI" in verdict_line(r)
+    r = bench(1.0, seed=5, machine_best_us=best_probe_us(path), budget_s=4.0)
+    line = verdict_line(r)
+    assert "not trustworthy on this run" in line and "CI" not in line and "the fastest seen on this machine" in line
+    print(line)
+    half = bench(0.7, seed=6, budget_s=4.0)  # most blocks slowed against the run's own floor
+    assert half.cpu_load.slowed_fraction >= 0.5 and "not trustworthy" in verdict_line(half)
+
+
+def test_a_run_that_never_saw_full_speed_is_caught_by_the_machine_cache(tmp_path, monkeypatch) -> None:
+    """The CPU slowed evenly for the whole run: no block looks slowed against the run's own floor, but the floor
+    is 2x the fastest this machine showed before (kept in the user's cache)."""
+    import dataclasses
+
+    from cgtool.pipeline.machine_cache import best_probe_us, remember_probe_us
+    from cgtool.render.bench import verdict_line
+
+    path = str(tmp_path / "machine.json")
+    assert best_probe_us(path) is None
+    remember_probe_us(150.0, path)
+    remember_probe_us(300.0, path)  # slower: the cache keeps the fastest
+    assert best_probe_us(path) == 150.0
+    r = bench(0.0, seed=7, budget_s=3.0)
+    assert r.cpu_load is not None and r.cpu_load.untrustworthy is None
+    evenly_slowed = dataclasses.replace(r.cpu_load, probe_floor_us=300.0, machine_best_us=best_probe_us(path))
+    r = dataclasses.replace(r, cpu_load=evenly_slowed)
+    line = verdict_line(r)
+    assert "not trustworthy" in line and "2.0× the fastest seen on this machine" in line
+    back = CpuLoad.from_json(json.loads(json.dumps(evenly_slowed.to_json())))
+    assert back == evenly_slowed and evenly_slowed.to_json()["untrustworthy"]

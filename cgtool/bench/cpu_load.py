@@ -22,6 +22,9 @@ from typing import Any
 # A probe this much slower than the run's fastest one marks its block as run on a slowed CPU. Probes of a CPU
 # at full speed spread about ±10% (timer interrupts, turbo); slowed ones were 1.3-2.2x on the H100 VM.
 QUIET_FACTOR = 1.25
+# A run with at least this share of its blocks on a slowed CPU gives no trustworthy speedup: the few full-speed
+# blocks left are a biased sample (seen on the H200 VM: 98% slowed, a "4.5x (CI 4.5-4.8)" against 2.8-3.0x).
+UNTRUSTED_SLOWED_FRACTION = 0.5
 PROBE_LOOPS = 4000  # about 150 µs at full speed on a 2.1 GHz Xeon VM; the timed blocks are ~5 ms
 
 
@@ -60,14 +63,29 @@ class CpuLoad:
     all_eager_us: float  # median eager wall time over every block
     all_replay_us: float  # median replay wall time over every block
     all_speedup: float  # all_eager_us / all_replay_us: the speedup as measured on the loaded CPU
+    # The fastest probe ever seen on this machine (the user's cache, cgtool/pipeline/machine_cache.py) before this
+    # run; None when unknown. A run whose own fastest probe is far slower never saw the CPU at full speed.
+    machine_best_us: float | None = None
 
     @property
     def slowed_fraction(self) -> float:
         return self.slowed / self.blocks if self.blocks else 0.0
 
+    @property
+    def untrustworthy(self) -> str | None:
+        """Why this run's speedup cannot be trusted, or None: most blocks ran on a slowed CPU, or even the
+        fastest block's CPU was slowed against the fastest this machine has shown."""
+        if self.blocks and self.slowed_fraction >= UNTRUSTED_SLOWED_FRACTION:
+            return f"the CPU ran slowed by other load during {self.slowed_fraction:.0%} of the timed blocks"
+        if self.machine_best_us and self.probe_floor_us > QUIET_FACTOR * self.machine_best_us:
+            return (f"the CPU never ran at full speed: this run's fastest probe took {self.probe_floor_us:.0f} µs, "
+                    f"{self.probe_floor_us / self.machine_best_us:.1f}× the fastest seen on this machine "
+                    f"({self.machine_best_us:.0f} µs)")
+        return None
+
     def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "slowed_fraction": self.slowed_fraction}
+        return {**self.__dict__, "slowed_fraction": self.slowed_fraction, "untrustworthy": self.untrustworthy}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CpuLoad:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d or k != "machine_best_us"})

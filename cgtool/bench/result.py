@@ -154,6 +154,7 @@ class BenchResult:
         instantiate_ms: float | None = None,
         pool_bytes: int | None = None,
         environment: dict[str, Any] | None = None,
+        machine_best_us: float | None = None,
         resamples: int = 2000,
         seed: int = 0,
     ) -> BenchResult:
@@ -203,7 +204,7 @@ class BenchResult:
             instantiate_ms=instantiate_ms,
             pool_bytes=pool_bytes,
             environment=dict(environment or {}),
-            cpu_load=_cpu_load(rounds, used_all),
+            cpu_load=_cpu_load(rounds, used_all, machine_best_us),
         )
 
     @staticmethod
@@ -269,7 +270,7 @@ def _ci_possible(n: int, confidence: float) -> bool:
     return n > 0 and median_ci_ranks(n, confidence)[2] + 1e-12 >= confidence
 
 
-def _cpu_load(rounds: AdaptiveResult, used_all: bool) -> CpuLoad | None:
+def _cpu_load(rounds: AdaptiveResult, used_all: bool, machine_best_us: float | None = None) -> CpuLoad | None:
     """Summarize the probes: how many blocks ran on a slowed CPU, and the numbers with every block counted."""
     probes = [p for m in MODES for p in rounds.probes.get(m, {}).get("wall", []) if p is not None]
     limit = rounds.limit
@@ -279,7 +280,8 @@ def _cpu_load(rounds: AdaptiveResult, used_all: bool) -> CpuLoad | None:
     floor = min(probes)
     return CpuLoad(probe_floor_us=floor, limit_us=limit, blocks=len(probes), slowed=sum(p > limit for p in probes),
                    max_slowdown=max(probes) / floor if floor > 0 else 1.0, used_all=used_all, all_eager_us=eager,
-                   all_replay_us=replay, all_speedup=eager / replay if replay else math.inf)
+                   all_replay_us=replay, all_speedup=eager / replay if replay else math.inf,
+                   machine_best_us=machine_best_us)
 
 
 @dataclass(frozen=True)

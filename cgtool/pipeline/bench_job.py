@@ -13,6 +13,7 @@ from cgtool.model.job import Job
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.pipeline.environment import environment
+from cgtool.pipeline.machine_cache import best_probe_us, remember_probe_us
 from cgtool.script.contract import ScriptRaised, load_script
 from cgtool.script.errors import error_record
 
@@ -57,8 +58,12 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
 
 def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress: PhaseLog):
     prep = prepare(script, size, settings, progress)
+    best = best_probe_us()
     rounds = measure(prep, settings, progress, size)
     floor = kernel_floor_us(prep.fns["replay"])
-    return BenchResult.from_rounds(rounds, script=script.path, entry=script.entry, size=size, gpu_floor_us=floor,
-                                   capture_ms=prep.capture_ms, instantiate_ms=prep.instantiate_ms,
-                                   pool_bytes=prep.pool_bytes, environment=environment())
+    result = BenchResult.from_rounds(rounds, script=script.path, entry=script.entry, size=size, gpu_floor_us=floor,
+                                     capture_ms=prep.capture_ms, instantiate_ms=prep.instantiate_ms,
+                                     pool_bytes=prep.pool_bytes, environment=environment(), machine_best_us=best)
+    if result.cpu_load is not None:
+        remember_probe_us(result.cpu_load.probe_floor_us)
+    return result

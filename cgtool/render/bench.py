@@ -66,6 +66,11 @@ def verdict_line(result: BenchResult, clock: str = "wall") -> str:
     """`eager 690 µs → replay 86 µs per iteration: 8.0× faster (95% CI 7.9–8.1×), converged after 4,000 iterations`."""
     eager, replay = result.eager.clock(clock).median, result.replay.clock(clock).median
     size = f"size {result.size}: " if result.size is not None else ""
+    why = result.cpu_load.untrustworthy if result.cpu_load is not None else None
+    if why:  # no CI: it would claim a precision this run did not have
+        return (f"{size}eager {fmt_us(eager)} → replay {fmt_us(replay)} per iteration: about "
+                f"{fmt_x(result.speedup(clock).point)} faster, but not trustworthy on this run: {why}; "
+                "run it again when the machine is quieter")
     return f"{size}eager {fmt_us(eager)} → replay {fmt_us(replay)} per iteration: {speedup_phrase(result.speedup(clock))}, {stopped_phrase(result)}"
 
 
