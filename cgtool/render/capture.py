@@ -43,6 +43,9 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
     render_errors(report.errors, out)
     if report.findings:
         render_findings(report.findings, out)
+        judged = evidence_line(report)
+        if judged and not quiet:
+            out.print(f"[dim]{escape(judged)}[/]", soft_wrap=True)
     if not quiet:
         for s in report.skipped:
             out.print(f"[yellow]skipped:[/] {escape(s)}")
@@ -112,3 +115,13 @@ def render_replay(report: Report, out: Console) -> None:
             out.print(table)
     else:
         out.print(f"[yellow]replay check {r.status}[/]: {escape(r.note)}")
+
+
+def evidence_line(report: Report) -> str | None:
+    """How the real capture judged the trace's findings: `trace findings against the real capture: 1
+    confirmed, 2 refuted (shown as info), 0 not tested`; None when no finding was judged (CPU run)."""
+    counts = {k: sum(f.evidence == k for f in report.findings) for k in ("confirmed", "refuted", "untested")}
+    if not any(counts.values()):
+        return None
+    return (f"trace findings against the real capture: {counts['confirmed']} confirmed, {counts['refuted']} "
+            f"refuted (shown as info), {counts['untested']} not tested")
