@@ -261,3 +261,19 @@ def test_inputs_made_inside_an_iteration_are_not_the_steps(tmp_path):
             script.call_step(script.call_setup("cpu"), script.call_inputs(0, torch.device("cpu")))
     lines = {tracer.trace.frames[op.frame].line for op in tracer.trace.iterations[0].ops}
     assert lines == {5}
+
+
+def test_histc_with_a_range_is_no_data_dependent_size():
+    """torch.histc(x, bins, min, max) with min != max has `bins` outputs and reads nothing on the host (the
+    grouped-experts MoE path of transformers uses it); without a range CUDA reads min and max of the data."""
+    from cgtool.checks.sync import check_sync
+
+    tracer = Tracer(virtual_cuda=True)
+    x = torch.rand(64)
+    with tracer:
+        with tracer.iteration(0, "capture"):
+            torch.histc(x, bins=8, min=0, max=1)
+            torch.histc(x, bins=8)
+    ops = [op for op in tracer.trace.iterations[0].ops if op.name == "aten.histc"]
+    assert [bool((op.detail or {}).get("fixed_size")) for op in ops] == [True, False]
+    assert [f.rule for f in check_sync(tracer.trace)] == ["CG102"]

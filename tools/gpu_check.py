@@ -18,6 +18,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from tests.expect_markers import markers  # noqa: E402  (one `# expect:` parser for tests and this script)
+from tools.gpu_realworld import section_realworld  # noqa: E402
 
 OUT = os.environ.get("OUT") or os.path.join(ROOT, "gpu-check-out")  # what comes back (8 files at most)
 WORK = os.path.join("/tmp", "cgtool-gpu-check")  # everything else
@@ -265,12 +266,13 @@ def section_overhead() -> None:
 
 
 def main() -> int:
-    sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "overhead", "bench", "dot"]
+    sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "overhead", "bench", "dot", "realworld"]
     import torch
 
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}", flush=True)
     funcs = {"tests": section_tests, "capture": section_capture, "failed": section_failed_capture,
-             "lint": section_lint, "overhead": section_overhead, "bench": section_bench, "dot": section_dot}
+             "lint": section_lint, "overhead": section_overhead, "bench": section_bench, "dot": section_dot,
+             "realworld": lambda: section_realworld(row, cgtool, OUT, WORK)}
     for s in sections:
         t0 = time.perf_counter()
         try:

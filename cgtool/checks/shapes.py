@@ -50,7 +50,7 @@ def _out_shapes(op: OpRecord) -> tuple:
 
 def _sizes_from_data(op: OpRecord) -> bool:
     d = op.detail or {}
-    return op.name in R.DATA_DEPENDENT_ATEN or bool(d.get("bool_index") or d.get("data_dependent"))
+    return (op.name in R.DATA_DEPENDENT_ATEN and not d.get("fixed_size")) or bool(d.get("bool_index") or d.get("data_dependent"))
 
 
 def _changed_sizes(sa: tuple, sb: tuple) -> Iterable[tuple[int, int]]:

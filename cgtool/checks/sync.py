@@ -57,7 +57,7 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
     if op.kind == ATEN:
         if op.name in R.SCALAR_READ_ATEN:
             return _scalar_read(trace, op, f"`{op.name}`", None, via)
-        if op.name in R.DATA_DEPENDENT_ATEN or detail.get("data_dependent"):
+        if (op.name in R.DATA_DEPENDENT_ATEN and not detail.get("fixed_size")) or detail.get("data_dependent"):
             return _in_library(trace, op, "CG102", f"`{op.name}` has an output size that depends on the data, "
                                "so the host must wait for the GPU to size it", via)
         if detail.get("bool_index"):

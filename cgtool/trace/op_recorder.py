@@ -40,6 +40,14 @@ def _tensor_args(args: tuple, kwargs: dict) -> list[Tensor]:
     return out
 
 
+def _histc_range(args: tuple, kwargs: dict) -> bool:
+    """aten.histc(self, bins=100, min=0, max=0): with min != max the range is given; with min == max it is
+    taken from the data (CUDA reads the tensor's min and max on the host)."""
+    lo = kwargs.get("min", args[2] if len(args) > 2 else 0)
+    hi = kwargs.get("max", args[3] if len(args) > 3 else 0)
+    return lo != hi
+
+
 class OpRecorder(CallRecorder):
     """Recording state and the per-op logic. `virtual_cuda`: CPU tensors stand for CUDA tensors, and only
     tensors made on the host on purpose count as host tensors (the CPU run)."""
@@ -190,7 +198,9 @@ class OpRecorder(CallRecorder):
         gen = kwargs.get("generator")
         if gen is not None:
             d.update(self.generator_detail(gen))
-        if name in R.SCALAR_READ_ATEN or name in R.DATA_DEPENDENT_ATEN:
+        if name == R.HISTC_ATEN and _histc_range(args, kwargs):
+            d["fixed_size"] = True  # histc with a given range: `bins` outputs, no host read of min/max
+        elif name in R.SCALAR_READ_ATEN or name in R.DATA_DEPENDENT_ATEN:
             d["via"] = self.frame_table.library_path(sys._getframe(1))
         elif name in R.INDEX_ATEN:
             indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()

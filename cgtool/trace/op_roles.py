@@ -14,6 +14,7 @@ DATA_DEPENDENT_ATEN = frozenset({
     "aten._unique", "aten._unique2", "aten.unique_dim", "aten.unique_consecutive", "aten.unique_dim_consecutive",
     "aten.bincount", "aten.histc",
 })
+HISTC_ATEN = "aten.histc"  # data-dependent only without a range (min == max: the range is read from the data)
 # Ops that are data-dependent only with a boolean index tensor among their indices.
 INDEX_ATEN = frozenset({"aten.index", "aten.index_put", "aten.index_put_", "aten._index_put_impl", "aten._index_put_impl_"})
 # repeat_interleave with a tensor of repeats syncs unless output_size is given.
