@@ -120,8 +120,15 @@ def copy_inputs(static: Any, fresh: Any, prefix: str = "inputs") -> list[str]:
     return []
 
 
-def compare(name: str, eager: Any, replay: Any) -> TensorDiff:
-    """Max abs/rel error of replay against eager, and whether it is within the dtype's tolerance."""
+# Replay may differ from eager by this many times what two eager runs differ by: nondeterministic kernels
+# (atomics in backward, cuDNN's algorithm choice) make eager itself vary, and an optimizer such as Adam
+# amplifies that for parameters with tiny gradients (seen on a ViT and a ResNet-18 training step: 2e-5).
+NOISE_FACTOR = 4.0
+
+
+def compare(name: str, eager: Any, replay: Any, noise_abs: float = 0.0) -> TensorDiff:
+    """Max abs/rel error of replay against eager, and whether it is within the dtype's tolerance or within
+    NOISE_FACTOR times `noise_abs`, the difference between two eager runs of the same step."""
     import torch
 
     shape = tuple(eager.shape)
@@ -141,8 +148,22 @@ def compare(name: str, eager: Any, replay: Any) -> TensorDiff:
     max_abs = float(d.max().item())
     max_rel = float(rel.masked_fill(d == 0, 0.0).max().item())
     rtol, atol = TOLERANCES.get(dtype, (1e-4, 1e-5))
-    ok = bool(torch.allclose(e, r, rtol=rtol, atol=atol, equal_nan=True))
-    return TensorDiff(name, shape, dtype, max_abs, max_rel, ok)
+    ok = bool(torch.allclose(e, r, rtol=rtol, atol=atol, equal_nan=True)) or (
+        noise_abs > 0 and max_abs <= NOISE_FACTOR * noise_abs)
+    return TensorDiff(name, shape, dtype, max_abs, max_rel, ok, noise_abs)
+
+
+def max_abs_diff(a: Any, b: Any) -> float:
+    """The largest absolute difference of two tensors of one shape (0 for equal or non-float ones)."""
+    import torch
+
+    if tuple(a.shape) != tuple(b.shape) or a.numel() == 0:
+        return 0.0
+    if not (a.is_floating_point() or a.is_complex()):
+        return 0.0 if bool(torch.equal(a, b)) else math.inf
+    d = (a.detach().double() - b.detach().double()).abs()
+    d = d.masked_fill(torch.isnan(a) & torch.isnan(b), 0.0)
+    return float(d.max().item())
 
 
 def clone_tree(value: Any) -> list[tuple[str, Any]]:

@@ -18,6 +18,9 @@ def check_capture_failure(record: ErrorRecord, found: list[Finding]) -> list[Fin
     frame = record.user_frame
     if any(f.evidence == CONFIRMED for f in found):
         return []
+    if "capturable is False" in record.message:  # torch refused: the optimizer was made without capturable=True
+        return [finding("CG404", f"the optimizer is not capturable: PyTorch refused the capture ({record.message})",
+                        **_at(frame), evidence=CONFIRMED)]
     if frame is None and any(f.severity == "error" for f in found):
         return []  # no line to compare with: the trace's error finding is the best explanation
     text = f"{record.cuda_error or ''} {record.message}"

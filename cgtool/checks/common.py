@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 from cgtool.model.finding import Finding
@@ -15,6 +15,13 @@ def finding_at(trace: Trace, rule: str, frame: int, message: str, hint: str | No
                severity: str | None = None) -> Finding:
     """A finding for `rule` at trace frame `frame` (no location when -1)."""
     return finding_for(rule, trace.frame(frame), message, hint, severity)
+
+
+def finding_at_op(trace: Trace, rule: str, op: OpRecord, message: str, hint: str | None = None) -> Finding:
+    """A finding for `rule` at the op's user line, naming the library frame that issued the op, if any."""
+    f = finding_at(trace, rule, op.frame, message, hint)
+    lib = trace.frame(op.lib)
+    return replace(f, library=library_place(lib)) if lib is not None else f
 
 
 def finding_for(rule: str, f: Frame | None, message: str, hint: str | None = None,

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from cgtool.checks.common import alignments, capture_iterations, compared_iterations, finding_at
+from cgtool.checks.common import alignments, capture_iterations, compared_iterations, finding_at, finding_at_op
 from cgtool.checks.sync import is_optimizer_host_read
 from cgtool.model.finding import Finding
 from cgtool.model.trace import ATEN, CALL, OpRecord, Trace
@@ -44,9 +44,9 @@ def _copy_finding(trace: Trace, op: OpRecord, d: dict) -> Finding | None:
         what = f"`{op.name}` copies a{'' if pinned else ' pageable (not pinned)'} host tensor{origin} to the GPU"
     if src == "step":
         tail = "" if pinned else f"; {_PAGEABLE}"
-        return finding_at(trace, "CG402", op.frame, f"{what}: replay reuses the value from capture{tail}")
+        return finding_at_op(trace, "CG402", op, f"{what}: replay reuses the value from capture{tail}")
     if not pinned:
-        return finding_at(trace, "CG402", op.frame, f"{what}: {_PAGEABLE}")
+        return finding_at_op(trace, "CG402", op, f"{what}: {_PAGEABLE}")
     return None
 
 

@@ -8,7 +8,7 @@ host work are fine and not reported.
 
 from __future__ import annotations
 
-from cgtool.checks.common import capture_iterations, finding_at
+from cgtool.checks.common import capture_iterations, finding_at_op
 from cgtool.model.finding import Finding
 from cgtool.model.trace import Trace
 
@@ -20,7 +20,7 @@ def check_rng(trace: Trace) -> list[Finding]:
             d = op.detail
             if not d or d.get("generator") != "custom" or d.get("generator_device") != "device" or op.host:
                 continue
-            out.append(finding_at(trace, "CG401", op.frame, f"`{op.name}` draws from a custom generator "
+            out.append(finding_at_op(trace, "CG401", op, f"`{op.name}` draws from a custom generator "
                                   "(`generator=`) that the graph does not know; capture fails with `Attempt to "
                                   "increase offset for a CUDA generator not in capture mode`"))
     return out

@@ -11,6 +11,7 @@ severity. A refuted finding is kept, as info, so the user sees what the trace th
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from cgtool.model.finding import CONFIRMED, REFUTED, UNTESTED, Finding
@@ -25,23 +26,42 @@ def observed_between_iterations(f: Finding) -> bool:
     return f.rule in _SEEN_BETWEEN_ITERATIONS or (f.rule == "CG402" and "between iterations" in f.message)
 
 
+def predicts(f: Finding) -> str | None:
+    """What `f` predicts: its rule's prediction, or capture failing when its message quotes the error a
+    failed capture gives (a pageable host copy, an unjoined fork, a dependency on uncaptured work)."""
+    rule = RULE_BY_ID.get(f.rule)
+    if rule is None or rule.predicts is None:
+        return None
+    return CAPTURE_FAILS if "capture fails" in f.message else rule.predicts
+
+
+def _quoted_errors(message: str) -> list[str]:
+    """The error texts a finding quotes after "capture fails:" (in backticks)."""
+    tail = message.split("capture fails", 1)[1] if "capture fails" in message else ""
+    return [q.lower() for q in re.findall(r"`([^`]{12,})`", tail) if "..." not in q]
+
+
 def judge(findings: list[Finding], status: str, failure: ErrorRecord | None,
           replay: ReplayCheck | None) -> list[Finding]:
-    """`findings` with `evidence` set from the real run (status CAPTURED or CAPTURE_FAILED)."""
+    """`findings` with `evidence` set from the real run (status CAPTURED or CAPTURE_FAILED). A capture-fails
+    finding is confirmed by a failed capture at its line, or by the failure's own words when it quotes them."""
     failed_at = {(fr.file, fr.line) for fr in failure.frames} if failure is not None else set()
+    failure_text = f"{failure.message} {failure.cuda_error or ''}".lower() if failure is not None else ""
     out = []
     for f in findings:
-        rule = RULE_BY_ID.get(f.rule)
-        if rule is None or rule.predicts is None or f.evidence is not None:
+        what = predicts(f)
+        if what is None or f.evidence is not None:
             out.append(f)
             continue
-        out.append(_judged(f, rule.predicts, status, failed_at, replay))
+        out.append(_judged(f, what, status, failed_at, failure_text, replay))
     return out
 
 
-def _judged(f: Finding, predicts: str, status: str, failed_at: set, replay: ReplayCheck | None) -> Finding:
+def _judged(f: Finding, predicts: str, status: str, failed_at: set, failure_text: str,
+            replay: ReplayCheck | None) -> Finding:
     if status == CAPTURE_FAILED:
-        if predicts == CAPTURE_FAILS and (f.file, f.line) in failed_at:
+        if predicts == CAPTURE_FAILS and ((f.file, f.line) in failed_at or
+                                          any(q in failure_text for q in _quoted_errors(f.message))):
             return replace(f, evidence=CONFIRMED)
         return replace(f, evidence=UNTESTED)
     if status != CAPTURED:

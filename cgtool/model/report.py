@@ -76,13 +76,17 @@ class TensorDiff:
     max_abs: float
     max_rel: float
     ok: bool
+    # How far two eager runs from the same state differ (nondeterministic kernels: atomics in backward,
+    # cuDNN algorithms); replay within NOISE_FACTOR times that counts as a match. 0 when eager repeats exactly.
+    noise_abs: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
         return {**{f.name: getattr(self, f.name) for f in fields(self)}, "shape": list(self.shape)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TensorDiff:
-        return cls(d["name"], tuple(d["shape"]), d["dtype"], float(d["max_abs"]), float(d["max_rel"]), bool(d["ok"]))
+        return cls(d["name"], tuple(d["shape"]), d["dtype"], float(d["max_abs"]), float(d["max_rel"]), bool(d["ok"]),
+                   float(d.get("noise_abs", 0.0)))
 
 
 @dataclass(frozen=True)

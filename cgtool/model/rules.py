@@ -71,7 +71,7 @@ GPU_ONLY_RULES: tuple[str, ...] = tuple(r.id for r in RULES if r.needs_gpu)
 
 def finding(rule_id: str, message: str | None = None, *, file: str | None = None, line: int | None = None,
             source: str | None = None, function: str | None = None, hint: str | None = None,
-            severity: str | None = None) -> Finding:
+            severity: str | None = None, evidence: str | None = None) -> Finding:
     """A Finding for rule `rule_id`; message and hint default to the rule's own."""
     rule = RULE_BY_ID[rule_id]
     return Finding(
@@ -84,4 +84,5 @@ def finding(rule_id: str, message: str | None = None, *, file: str | None = None
         source=source,
         hint=hint or rule.hint,
         function=function,
+        evidence=evidence,
     )

@@ -191,8 +191,10 @@ def snapshot(d: dict) -> dict:
     return {k: v.detach().clone() for k, v in d.items()}
 
 
-def compare(a: dict, b: dict, what: str) -> tuple[float, list[str]]:
-    """max |a-b| over float tensors, and the names that differ beyond tolerance (or in shape/presence)."""
+def compare(a: dict, b: dict, what: str, noise: dict | None = None) -> tuple[float, list[str]]:
+    """max |a-b| over float tensors, and the names that differ beyond tolerance (or in shape/presence).
+    A float tensor within 4x of `noise[k]` (how far two eager runs from the same state differ: nondeterministic
+    kernels such as atomics in backward) counts as equal too."""
     import torch
     worst, bad = 0.0, []
     for k in sorted(set(a) | set(b)):
@@ -212,8 +214,10 @@ def compare(a: dict, b: dict, what: str) -> tuple[float, list[str]]:
             err = float(d.max())
             worst = max(worst, err if err == err else float("inf"))
             rtol, atol = TOL.get(str(x.dtype).replace("torch.", ""), (1e-4, 1e-5))
-            if not torch.allclose(x.double(), y.double(), rtol=rtol, atol=atol, equal_nan=True):
-                bad.append(f"{what} {k}: max abs err {err:.3g}")
+            floor = (noise or {}).get(k, 0.0)
+            if not torch.allclose(x.double(), y.double(), rtol=rtol, atol=atol, equal_nan=True) and \
+                    not (floor > 0 and err <= 4 * floor):
+                bad.append(f"{what} {k}: max abs err {err:.3g} (eager vs eager {floor:.3g})")
         elif not torch.equal(x, y):
             n = int((x != y).sum())
             worst = max(worst, float((x.double() - y.double()).abs().max()))
@@ -372,9 +376,23 @@ def run_child(path: str, warmup: int, do_time: bool, emulate: bool = False) -> d
         out_eager = snapshot(flat_outputs(step(*sa, *new_a, **sk, **new_k)))
         sync()
         state_eager = snapshot(state_tensors(sa, sk))
+        # eager once more from the same state: how much eager itself varies (nondeterministic kernels)
+        with torch.no_grad():
+            for k, t in state0.items():
+                t.copy_(snap[k])
+        set_rng(rng)
+        sync()
+        out_again = snapshot(flat_outputs(step(*sa, *new_a, **sk, **new_k)))
+        sync()
+        state_again = snapshot(state_tensors(sa, sk))
+        noise_out = {k: float((v.double() - out_again[k].double()).abs().max()) for k, v in out_eager.items()
+                     if k in out_again and v.shape == out_again[k].shape and v.is_floating_point() and v.numel()}
+        noise_state = {k: float((v.double() - state_again[k].double()).abs().max()) for k, v in state_eager.items()
+                       if k in state_again and v.shape == state_again[k].shape and v.is_floating_point() and v.numel()}
+        res["eager_noise"] = max([0.0, *noise_out.values(), *noise_state.values()])
 
-        e1, bad1 = compare(out_replay, out_eager, "output")
-        e2, bad2 = compare(state_replay, state_eager, "state")
+        e1, bad1 = compare(out_replay, out_eager, "output", noise_out)
+        e2, bad2 = compare(state_replay, state_eager, "state", noise_state)
         res["n_outputs"] = len(out_replay)
         res["max_abs_err"] = max(e1, e2)
         res["mismatches"] = (problems + bad1 + bad2)[:12]

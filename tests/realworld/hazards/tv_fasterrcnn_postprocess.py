@@ -4,8 +4,10 @@ Models a detector (fasterrcnn_mobilenet_v3_large_320_fpn, weights=None, weights_
 eval mode) on a fixed batch of 320x320 images. Inside torchvision the RPN and the box head filter
 proposals with `remove_small_boxes` (`torch.where(keep)[0]`, a nonzero), score thresholds
 (boolean indexing) and `batched_nms`; each returns a data-dependent number of boxes.
-Expected: CG102 (sync: output size depends on the data) at the model call. The detections also
-have a different count per image and iteration.
+What breaks capture first (plain torch.cuda.graph on an H100): torchvision's GeneralizedRCNNTransform
+normalizes with `torch.as_tensor(image_mean, device=...)` (transform.py:167), a pageable host-to-device copy
+inside capture: CG402 at the model call. The data-dependent post-processing (CG102) follows it, and the
+CPU analysis, whose emulated capture does not stop there, reports it too.
 """
 
 import torch
@@ -28,5 +30,5 @@ def inputs(i, device):
 
 @torch.no_grad()
 def step(model, images):
-    detections = model(list(images))  # expect: CG102
+    detections = model(list(images))  # expect: CG402
     return [d["boxes"] for d in detections], [d["scores"] for d in detections]
