@@ -170,7 +170,7 @@ def attribute(trace: Any, findings: list[Finding], modules: list[Watched]) -> li
                         places.setdefault((f.file, f.line), set()).add(lib_text)
         mine = tuple(f for f in errors if _carries(places.get((f.file or "", f.line or 0)), f.library))
         status = FAILS if mine else (CLEAN if w.total else NOT_CALLED)
-        reason = "; ".join(f"{f.rule} at line {f.line} (`{(f.source or '').strip()}`)" for f in mine[:3])
+        reason = "; ".join(f"{f.rule} at line {f.line} (`{_code(f.source)}`)" for f in mine[:3])
         entries.append(ModuleEntry(w.path, type(w.module).__name__, w.depth, status, reason, mine))
     return entries
 
@@ -182,3 +182,7 @@ def _carries(libs: set[str] | None, library: str | None) -> bool:
         return False
     named = {x for x in libs if x}
     return not library or not named or any(x in library for x in named)
+
+
+def _code(source: str | None) -> str:
+    return (source or "").split("  #", 1)[0].strip()
