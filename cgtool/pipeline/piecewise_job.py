@@ -109,9 +109,9 @@ def time_prepared(prep: Prepared, script: Script, settings: dict[str, Any], what
     """bench's alternating measurement of eager against `replay` (here the pieced or module-graphed step):
     a short run for capture, the careful one for `bench --piecewise` (settings careful=True)."""
     careful = bool(settings.get("careful"))
-    budget = float(settings.get("budget_s", 10.0)) if careful else 3.0
+    budget = float(settings.get("budget_s", 10.0)) if careful else float(settings.get("timing_budget_s", 3.0))
     s = {"budget_s": budget, "target": float(settings.get("target", 0.01)) if careful else 0.02,
-         "min_time_s": 2.0 if careful else 1.0, "iters": settings.get("iters") if careful else None}
+         "min_time_s": min(2.0, budget / 2), "iters": settings.get("iters") if careful else None}
     r = BenchResult.from_rounds(measure(prep, s, PhaseLog()), script=script.path, entry=script.entry)
     wall = r.speedup_wall
     return Timings(r.eager.gpu.median, r.replay.gpu.median, r.iterations, prep.capture_ms, None, (

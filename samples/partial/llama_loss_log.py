@@ -12,7 +12,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 def setup(device):
     torch.manual_seed(0)
     config = LlamaConfig(vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128)
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128, use_cache=False)
     model = LlamaForCausalLM(config).to(device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, capturable=device.type == "cuda")
     return {"model": model, "opt": opt, "log": []}
