@@ -38,7 +38,7 @@ def test_cpu_only_run_writes_report_exit_3(run_cli, tmp_path):
     assert r.returncode == 3, r.stdout + r.stderr
     assert "need a CUDA device" in r.stdout
     report = json.loads((out / "report.json").read_text())
-    assert report["schema"] == 1
+    assert report["schema"] == 2
     assert report["status"] == "cpu-only"
     assert report["device"] == "cpu"
     assert report["graph"] is None

@@ -33,7 +33,7 @@ def test_report_round_trip():
                errors=[ErrorRecord("capture", "RuntimeError", "boom", (Frame("/x/s.py", 3, "step", "x.item()"),),
                                    "cudaErrorStreamCaptureInvalidated")])
     data = json.loads(json.dumps(r.to_json()))
-    assert data["schema"] == 1
+    assert data["schema"] == 2
     assert data["graph"]["counts"]["nodes"] == 5
     assert abs(data["timings"]["speedup"] - 690 / 86) < 1e-9
     back = Report.from_json(data)

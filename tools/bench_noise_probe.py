@@ -58,8 +58,8 @@ def prepared():
     import torch
 
     from cgtool.bench.measure import prepare
-    from cgtool.script.contract import load_script
     from cgtool.model.phase_log import PhaseLog
+    from cgtool.script.contract import load_script
 
     torch.cuda.init()
     prep = prepare(load_script(SAMPLE), None, {"warmup": 3}, PhaseLog())

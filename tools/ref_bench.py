@@ -76,8 +76,8 @@ def same_process(path: str, turns: int = 15) -> dict:
     sys.path.insert(0, __file__.rsplit("/tools/", 1)[0])
     from cgtool.bench.measure import measure, prepare
     from cgtool.bench.result import BenchResult
-    from cgtool.script.contract import load_script
     from cgtool.model.phase_log import PhaseLog
+    from cgtool.script.contract import load_script
 
     script = load_script(path)
     settings = {"warmup": 3, "budget_s": 0.4, "min_time_s": 0.0, "target": 0.01}  # short turns: same conditions

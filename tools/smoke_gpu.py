@@ -5,9 +5,9 @@ import tempfile
 import time
 
 sys.path.insert(0, ".")
-from cgtool.pipeline.capture_job import capture_job
 from cgtool.model.job import Job
 from cgtool.model.phase_log import PhaseLog
+from cgtool.pipeline.capture_job import capture_job
 
 for path in sys.argv[1:]:
     with tempfile.TemporaryDirectory() as wd:

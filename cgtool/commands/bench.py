@@ -40,12 +40,17 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
               help="A bench JSON (from --out) to compare with, size by size.")
 @click.option("--fail-if-slower", type=click.FloatRange(min=0), default=None, metavar="PCT",
               help="With --compare: exit 1 when replay got slower by more than PCT percent and the CI.")
+@click.option("--piecewise", is_flag=True, help="Time the step captured in pieces at its break points instead "
+              "(torch.compile backend=\"cudagraphs\") against eager, carefully (docs/partial.md).")
+@click.option("--modules", "modules_depth", type=click.IntRange(min=0), default=None, metavar="DEPTH",
+              help="Time the step with its capturable submodules (to DEPTH) graphed instead (docs/partial.md).")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the bench JSON here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the bench JSON on stdout instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict (and problems).")
 def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s: float, ci_pct: float,
           iters: int | None, l2_flush: bool, sizes: list[int] | None, plot_path: str | None, baseline: str | None,
-          fail_if_slower: float | None, out_file: str | None, as_json: bool, quiet: bool) -> None:
+          fail_if_slower: float | None, piecewise: bool, modules_depth: int | None, out_file: str | None, as_json: bool,
+          quiet: bool) -> None:
     """Measure eager steps against graph replays of TARGET (script.py or script.py:function).
 
     \b
@@ -60,6 +65,10 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     CPU slowed by other load are left out of the numbers, and a `cpu:` line reports them, counted
     as measured.
     Method and definitions: docs/bench.md.
+
+    \b
+    With --piecewise or --modules DEPTH, bench times partial capture instead (the step in pieces, or with
+    its capturable submodules graphed) with the same method; the JSON is the partial job's result.
 
     \b
     Exit codes: 0 measured; 1 a size failed, or --fail-if-slower found a regression; 2 usage error;
@@ -77,6 +86,12 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     for path, option in ((out_file, "--out"), (plot_path, "--plot")):
         if path:
             check_writable_file(path, option)
+    if piecewise or modules_depth is not None:
+        from cgtool.commands.bench_partial import bench_partial
+
+        bench_partial(target, entry, warmup, timeout, {"budget_s": budget_s, "target": ci_pct / 100.0, "iters": iters,
+                      "piecewise": piecewise, "modules": modules_depth, "careful": True}, out_file, as_json, quiet)
+        return
     base_report = None
     if baseline:
         from cgtool.bench.result import read_bench_report

@@ -22,10 +22,16 @@ from cgtool.commands.common import exit_code_for, make_job, run_with_progress, s
 @click.option("--no-timing", is_flag=True, help="Skip the eager-versus-replay timing.")
 @click.option("--no-checks", is_flag=True, help="Skip the op tracing and capture checks (faster).")
 @click.option("--cpu", "force_cpu", is_flag=True, help="Run the CPU analysis even when a GPU is present.")
+@click.option("--piecewise", is_flag=True, help="Also capture the step in pieces at its break points "
+              "(torch.compile backend=\"cudagraphs\"): pieces, kernels in graphs, replay, speedup (docs/partial.md).")
+@click.option("--modules", "modules_depth", type=click.IntRange(min=0), default=None, metavar="DEPTH",
+              help="Also map which submodules (to DEPTH below the models in setup's state) capture on their own, "
+              "and time graphing them (docs/partial.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line (and errors).")
 def capture(target: str, entry: str | None, warmup: int, timeout: float, capture_mode: str, out_dir: str | None,
-            no_replay_check: bool, no_timing: bool, no_checks: bool, force_cpu: bool, as_json: bool, quiet: bool) -> None:
+            no_replay_check: bool, no_timing: bool, no_checks: bool, force_cpu: bool, piecewise: bool,
+            modules_depth: int | None, as_json: bool, quiet: bool) -> None:
     """Capture one iteration of TARGET (script.py or script.py:function) as a CUDA graph.
 
     \b
@@ -40,6 +46,14 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
       report.json        versioned report: environment, graph, replay check, timings, findings, errors
       graph.dot          cgtool's picture of the graph (graph.svg too when Graphviz `dot` is installed)
       graph.driver.dot   the CUDA driver's verbose dump (cudaGraphDebugDotPrint)
+      graph-piece-N.dot  with --piecewise: each piece's graph
+
+    \b
+    Partial capture (docs/partial.md), run in a second worker after the whole-step capture:
+      --piecewise        the step under torch.compile(backend="cudagraphs"): split at its graph breaks,
+                         each piece a CUDA graph; on CPU, the split points the analysis predicts
+      --modules DEPTH    which submodules graph on their own (make_graphed_callables semantics) and
+                         the speedup of graphing them; on CPU, which modules' ops carry error findings
 
     \b
     Exit codes: 0 captured, replay matches, no error findings; 1 problems found (capture failed,
@@ -61,6 +75,10 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     with tempfile.TemporaryDirectory(prefix="cgtool-work-") as work_dir:
         outcome = run_with_progress(job.with_work_dir(work_dir), timeout, show=show)
         report = report_from_outcome(job, outcome)
+        if (piecewise or modules_depth is not None) and outcome.failure is None:
+            from cgtool.commands.common import run_partial
+
+            run_partial(job, report, timeout, show, {"piecewise": piecewise, "modules": modules_depth})
         write_outputs(report, out_dir)
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")

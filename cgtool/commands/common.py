@@ -73,3 +73,22 @@ def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
     if report.status == CPU_ONLY:
         return ExitCode.ENVIRONMENT
     return ExitCode.OK if report.status == CAPTURED else ExitCode.PROBLEMS
+
+
+def run_partial(job: Job, report: Report, timeout: float, show: bool, options: dict[str, Any]) -> None:
+    """The partial-capture job in its own worker (a failed whole-step capture can spoil the CUDA context);
+    its sections and errors go into `report`."""
+    from cgtool.model.job import PARTIAL, Job
+    from cgtool.model.partial import ModuleMap, Piecewise
+    from cgtool.model.report import ErrorRecord
+
+    part = Job(PARTIAL, job.script, job.entry, {**job.settings, **options}, job.force_cpu)
+    outcome = run_with_progress(part, timeout, show)
+    if outcome.result is None:
+        report.errors.append(ErrorRecord(outcome.phase or "partial", outcome.failure or "crash", outcome.message))
+        return
+    d = outcome.result
+    report.piecewise = None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"])
+    report.modules = None if d.get("modules") is None else ModuleMap.from_json(d["modules"])
+    known = {(e.phase, e.message) for e in report.errors}
+    report.errors.extend(e for e in map(ErrorRecord.from_json, d.get("errors", [])) if (e.phase, e.message) not in known)

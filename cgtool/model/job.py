@@ -8,12 +8,13 @@ from typing import Any
 
 CAPTURE = "capture"  # capture pipeline (also lint's analysis); CPU analysis when there is no GPU
 BENCH = "bench"  # careful eager-versus-replay timing
-KINDS = (CAPTURE, BENCH)
+PARTIAL = "partial"  # partial capture: the step in pieces (--piecewise), the module map (--modules DEPTH)
+KINDS = (CAPTURE, BENCH, PARTIAL)
 
 
 @dataclass(frozen=True)
 class Job:
-    kind: str  # CAPTURE or BENCH
+    kind: str  # CAPTURE, BENCH or PARTIAL
     script: str  # absolute path of the user's script
     entry: str  # the function to capture ("step")
     settings: dict[str, Any] = field(default_factory=dict)  # warmup, capture_mode, timing, budget_s, sizes, ...

@@ -6,15 +6,19 @@ schema is versioned (SCHEMA_VERSION) and documented in docs/report-schema.md.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from cgtool.graph.model import Graph
 from cgtool.graph.summary_counts import graph_counts
 from cgtool.model.finding import Finding
-from cgtool.model.frame import Frame
+from cgtool.model.partial import ModuleMap, Piecewise
+from cgtool.model.report_parts import ErrorRecord, ReplayCheck, TensorDiff, Timings
 
-SCHEMA_VERSION = 1
+__all__ = ["ErrorRecord", "ReplayCheck", "Report", "TensorDiff", "Timings"]
+
+SCHEMA_VERSION = 2  # 2 added `piecewise` and `modules` (partial capture)
+READABLE_SCHEMAS = (1, 2)  # a schema-1 report reads with both new sections null
 
 # Report.status values
 CAPTURED = "captured"  # capture ran and a graph was read
@@ -22,122 +26,6 @@ CAPTURE_FAILED = "capture-failed"  # capture raised (or produced an unusable gra
 CPU_ONLY = "cpu-only"  # no CUDA device: the script ran on CPU only
 SCRIPT_ERROR = "script-error"  # the script could not be loaded, or setup/inputs/step raised in warmup
 WORKER_FAILED = "worker-failed"  # the worker crashed, timed out, or was interrupted
-
-
-@dataclass(frozen=True)
-class ErrorRecord:
-    """Something that went wrong in a phase, with the user's frames (innermost last)."""
-
-    phase: str  # load, setup, inputs, warmup, capture, read-graph, replay, timing, worker, output
-    type: str  # exception type name, or "timeout", "crash", "interrupted"
-    message: str
-    frames: tuple[Frame, ...] = ()
-    cuda_error: str | None = None  # e.g. "cudaErrorStreamCaptureInvalidated", when one was named
-
-    @property
-    def user_frame(self) -> Frame | None:
-        return self.frames[-1] if self.frames else None
-
-    @property
-    def label(self) -> str:
-        """What goes before the message: `RuntimeError [cudaErrorX]: `; nothing for a broken script
-        contract (type usage), whose message says it all."""
-        if self.type == "usage":
-            return ""
-        return f"{self.type}{f' [{self.cuda_error}]' if self.cuda_error else ''}: "
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "phase": self.phase,
-            "type": self.type,
-            "message": self.message,
-            "frames": [f.to_json() for f in self.frames],
-            "cuda_error": self.cuda_error,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ErrorRecord:
-        return cls(
-            phase=d["phase"],
-            type=d["type"],
-            message=d["message"],
-            frames=tuple(Frame.from_json(f) for f in d.get("frames", [])),
-            cuda_error=d.get("cuda_error"),
-        )
-
-
-@dataclass(frozen=True)
-class TensorDiff:
-    """Replay-versus-eager comparison of one output or state tensor."""
-
-    name: str  # e.g. "output[0]", "state.model.fc1.weight"
-    shape: tuple[int, ...]
-    dtype: str
-    max_abs: float
-    max_rel: float
-    ok: bool
-    # How far two eager runs from the same state differ (nondeterministic kernels: atomics in backward,
-    # cuDNN algorithms); replay within NOISE_FACTOR times that counts as a match. 0 when eager repeats exactly.
-    noise_abs: float = 0.0
-
-    def to_json(self) -> dict[str, Any]:
-        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "shape": list(self.shape)}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> TensorDiff:
-        return cls(d["name"], tuple(d["shape"]), d["dtype"], float(d["max_abs"]), float(d["max_rel"]), bool(d["ok"]),
-                   float(d.get("noise_abs", 0.0)))
-
-
-@dataclass(frozen=True)
-class ReplayCheck:
-    status: str  # "match", "mismatch", "skipped", "error"
-    inputs: str  # which inputs were compared, e.g. "inputs(4) (fresh)" or "the capture's inputs"
-    tensors: tuple[TensorDiff, ...] = ()
-    note: str = ""
-
-    @property
-    def max_abs(self) -> float:
-        return max((t.max_abs for t in self.tensors), default=0.0)
-
-    @property
-    def max_rel(self) -> float:
-        return max((t.max_rel for t in self.tensors), default=0.0)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "inputs": self.inputs,
-            "max_abs": self.max_abs,
-            "max_rel": self.max_rel,
-            "tensors": [t.to_json() for t in self.tensors],
-            "note": self.note,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ReplayCheck:
-        return cls(d["status"], d["inputs"], tuple(TensorDiff.from_json(t) for t in d.get("tensors", [])), d.get("note", ""))
-
-
-@dataclass(frozen=True)
-class Timings:
-    eager_us: float  # median per-iteration time of the eager step
-    replay_us: float  # median per-iteration time of graph replay
-    iterations: int  # iterations per mode that the medians summarize
-    capture_ms: float | None = None
-    instantiate_ms: float | None = None
-    method: str = ""
-
-    @property
-    def speedup(self) -> float:
-        return self.eager_us / self.replay_us if self.replay_us > 0 else float("nan")
-
-    def to_json(self) -> dict[str, Any]:
-        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "speedup": self.speedup}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Timings:
-        return cls(**{f.name: d.get(f.name) for f in fields(cls) if f.name in d})
 
 
 @dataclass
@@ -151,6 +39,8 @@ class Report:
     graph: Graph | None = None
     replay: ReplayCheck | None = None
     timings: Timings | None = None
+    piecewise: Piecewise | None = None  # --piecewise: the step captured in pieces at its break points
+    modules: ModuleMap | None = None  # --modules DEPTH: which submodules capture on their own
     findings: list[Finding] = field(default_factory=list)
     errors: list[ErrorRecord] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # phases or rules that could not run, with why
@@ -171,6 +61,8 @@ class Report:
             "graph": None if self.graph is None else {**self.graph.to_json(), "counts": graph_counts(self.graph)},
             "replay": None if self.replay is None else self.replay.to_json(),
             "timings": None if self.timings is None else self.timings.to_json(),
+            "piecewise": None if self.piecewise is None else self.piecewise.to_json(),
+            "modules": None if self.modules is None else self.modules.to_json(),
             "findings": [f.to_json() for f in self.findings],
             "errors": [e.to_json() for e in self.errors],
             "skipped": list(self.skipped),
@@ -181,8 +73,8 @@ class Report:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Report:
         schema = d.get("schema")
-        if schema != SCHEMA_VERSION:
-            raise ValueError(f"report schema {schema!r} is not the supported version {SCHEMA_VERSION}")
+        if schema not in READABLE_SCHEMAS:
+            raise ValueError(f"report schema {schema!r} is not a supported version {READABLE_SCHEMAS}")
         return cls(
             script=d["script"],
             entry=d["entry"],
@@ -193,6 +85,8 @@ class Report:
             graph=None if d.get("graph") is None else Graph.from_json(d["graph"]),
             replay=None if d.get("replay") is None else ReplayCheck.from_json(d["replay"]),
             timings=None if d.get("timings") is None else Timings.from_json(d["timings"]),
+            piecewise=None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"]),
+            modules=None if d.get("modules") is None else ModuleMap.from_json(d["modules"]),
             findings=[Finding.from_json(f) for f in d.get("findings", [])],
             errors=[ErrorRecord.from_json(e) for e in d.get("errors", [])],
             skipped=list(d.get("skipped", [])),

@@ -1,10 +1,10 @@
-"""What the worker runs: the capture job (GPU pipeline or CPU analysis) and the bench job."""
+"""What the worker runs: the capture job (GPU pipeline or CPU analysis), the bench job, the partial-capture job."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from cgtool.model.job import BENCH, Job
+from cgtool.model.job import BENCH, PARTIAL, Job
 from cgtool.model.phase_log import PhaseLog
 
 
@@ -14,6 +14,10 @@ def run_job(job: Job, log: PhaseLog) -> dict[str, Any]:
         from cgtool.pipeline.bench_job import bench_job
 
         return bench_job(job, log)
+    if job.kind == PARTIAL:
+        from cgtool.pipeline.partial_job import partial_job
+
+        return partial_job(job, log)
     from cgtool.pipeline.capture_job import capture_job
 
     return capture_job(job, log).to_json()

@@ -40,6 +40,13 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
                 out.print(kt)
         if report.replay is not None:
             render_replay(report, out)
+        if report.piecewise is not None or report.modules is not None:
+            from cgtool.render.partial import render_modules, render_piecewise
+
+            if report.piecewise is not None:
+                render_piecewise(report.piecewise, out)
+            if report.modules is not None:
+                render_modules(report.modules, out)
     render_errors(report.errors, out)
     if report.findings:
         render_findings(report.findings, out)
@@ -59,6 +66,10 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
     if report.status == CPU_ONLY:
         colour = "yellow"
     out.print(f"[bold {colour}]{escape(verdict_line(report))}[/]")
+    if report.piecewise is not None or report.modules is not None:
+        from cgtool.render.partial import partial_verdict
+
+        out.print(f"[bold]{escape(partial_verdict(report))}[/]")
 
 
 def _has_problems(report: Report) -> bool:

@@ -1,4 +1,5 @@
-"""Write a capture's output folder atomically: report.json, graph.dot, graph.driver.dot, graph.svg."""
+"""Write a capture's output folder atomically: report.json, graph.dot, graph.driver.dot, graph.svg, and
+graph-piece-N.dot per piece of a pieced step (--piecewise)."""
 
 from __future__ import annotations
 
@@ -66,6 +67,8 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
             _write_graph_pictures(report, out_dir, written, render_svg, t0)
         except CgtoolError as exc:  # e.g. the graphviz package missing: the report must still be written
             report.skipped.append(f"graph.dot: {exc.message}")
+    if report.piecewise is not None:
+        _write_piece_dots(report, out_dir, written)
     report_path = os.path.join(out_dir, "report.json")
     written["report.json"] = report_path
     report.outputs = written
@@ -90,3 +93,21 @@ def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str],
             written["graph.svg"] = svg_path
         except CgtoolError as exc:
             report.skipped.append(f"graph.svg: {exc.message}")
+
+
+def _write_piece_dots(report: Report, out_dir: str, written: dict[str, str]) -> None:
+    """graph-piece-N.dot for each piece whose CUDA graph was read (--piecewise)."""
+    from cgtool.render.dot import graph_to_dot
+
+    for piece in report.piecewise.pieces:
+        if piece.graph is None:
+            continue
+        name = f"graph-piece-{piece.index}.dot"
+        try:
+            source = graph_to_dot(piece.graph, max_nodes=max(len(piece.graph.nodes), 1)).source
+        except CgtoolError as exc:  # the graphviz package missing
+            report.skipped.append(f"{name}: {exc.message}")
+            return
+        path = os.path.join(out_dir, name)
+        atomic_write(path, source)
+        written[name] = path

@@ -1,0 +1,97 @@
+"""Which kernels of a profiled step ran inside CUDA graphs: a torch.profiler chrome trace, read as plain JSON.
+
+A kernel launched by a graph carries the CUPTI correlation id of the `cudaGraphLaunch` call that launched
+it; a kernel launched one by one carries that of its `cudaLaunchKernel` (or a library's launch). Steps are
+the `cgtool-step-N` user annotations the profiling run puts around each step. No torch here: tests feed
+recorded traces.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+STEP_PREFIX = "cgtool-step-"
+GRAPH_LAUNCH = ("cudaGraphLaunch", "cuGraphLaunch")  # runtime and driver names (versioned suffixes too)
+
+
+@dataclass
+class KernelSplit:
+    """Per step (averaged over the profiled steps): kernels in graphs and outside, their GPU time, and the
+    graph launches of one step in order as (kernels, gpu_us)."""
+
+    steps: int
+    kernels_in_graphs: int = 0
+    kernels_outside: int = 0
+    us_in_graphs: float = 0.0
+    us_outside: float = 0.0
+    launches: list[tuple[int, float]] = field(default_factory=list)
+    outside: list[tuple[str, int]] = field(default_factory=list)  # kernel name, launches per step, most first
+
+
+def is_graph_launch(name: str) -> bool:
+    return name.startswith(GRAPH_LAUNCH)
+
+
+def split_kernels(trace: dict[str, Any] | list[dict[str, Any]]) -> KernelSplit:
+    """Classify the kernels of a chrome trace (`prof.export_chrome_trace`) by how they were launched."""
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    steps = sorted((e for e in events if str(e.get("name", "")).startswith(STEP_PREFIX) and e.get("ph") == "X"),
+                   key=lambda e: float(e.get("ts", 0)))
+    launch_ts: dict[int, float] = {}  # correlation id of a graph launch -> its CPU timestamp
+    for e in events:
+        if is_graph_launch(str(e.get("name", ""))) and e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            corr = _corr(e)
+            if corr is not None:
+                launch_ts[corr] = float(e.get("ts", 0))
+    kernels = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
+    n = max(1, len(steps))
+    in_graph = [k for k in kernels if _corr(k) in launch_ts or _graph_node(k)]
+    outside = [k for k in kernels if not (_corr(k) in launch_ts or _graph_node(k))]
+    split = KernelSplit(steps=len(steps))
+    split.kernels_in_graphs = round(len(in_graph) / n)
+    split.kernels_outside = round(len(outside) / n)
+    split.us_in_graphs = sum(float(k.get("dur", 0)) for k in in_graph) / n
+    split.us_outside = sum(float(k.get("dur", 0)) for k in outside) / n
+    names = Counter(str(k.get("name", "?")) for k in outside)
+    split.outside = [(name, max(1, round(c / n))) for name, c in names.most_common()]
+    split.launches = _launches_of_last_step(steps, launch_ts, in_graph)
+    return split
+
+
+def _launches_of_last_step(steps: list[dict[str, Any]], launch_ts: dict[int, float],
+                           in_graph: list[dict[str, Any]]) -> list[tuple[int, float]]:
+    """The graph launches inside the last step annotation, in order, with their kernels' count and time."""
+    if steps:
+        last = steps[-1]
+        lo, hi = float(last.get("ts", 0)), float(last.get("ts", 0)) + float(last.get("dur", 0))
+        wanted = sorted(c for c, ts in launch_ts.items() if lo <= ts <= hi)
+    else:
+        wanted = sorted(launch_ts, key=launch_ts.get)
+    order = {c: i for i, c in enumerate(sorted(wanted, key=lambda c: launch_ts[c]))}
+    acc: list[list[float]] = [[0, 0.0] for _ in order]
+    for k in in_graph:
+        i = order.get(_corr(k))
+        if i is not None:
+            acc[i][0] += 1
+            acc[i][1] += float(k.get("dur", 0))
+    return [(int(c), us) for c, us in acc]
+
+
+def _corr(e: dict[str, Any]) -> int | None:
+    args = e.get("args") or {}
+    value = args.get("correlation", args.get("correlation id"))
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _graph_node(e: dict[str, Any]) -> bool:
+    """Newer CUPTI marks graph kernels with their node id (0 or absent for kernels launched one by one)."""
+    args = e.get("args") or {}
+    try:
+        return int(args.get("graph node id", 0) or 0) != 0
+    except (TypeError, ValueError):
+        return False

@@ -1,0 +1,150 @@
+"""Graph one submodule on its own, as torch.cuda.make_graphed_callables does (forward and backward for a
+training call, forward only for a call without grad), and swap it into the step.
+
+A module's call may mix tensors and other values (kwargs, flags, None): the tensors become the graph's static
+inputs and the rest is fixed at capture; a later call with other non-tensor values or other shapes runs eagerly.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+
+@dataclass
+class Call:
+    """One call of a module seen during an eager step: its arguments and the autograd mode."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    grad: bool  # grad enabled and something (an input or a parameter) requires grad
+
+
+@dataclass
+class GraphedModule:
+    module: Any
+    forward: Any  # the replacement forward
+    training: bool
+    kernels: int | None = None
+    fallbacks: list[str] = field(default_factory=list)
+
+
+def _split(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], Any]:
+    """The call's tensors in order, and a template with the tensors cut out."""
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    leaves, spec = tree_flatten((args, kwargs))
+    tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
+    template = [None if isinstance(x, torch.Tensor) else x for x in leaves]
+    return tensors, (spec, template)
+
+
+def _rebuild(template: Any, tensors: tuple[Any, ...]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    from torch.utils._pytree import tree_unflatten
+
+    spec, leaves = template
+    it = iter(tensors)
+    return tree_unflatten([next(it) if x is None else x for x in leaves], spec)
+
+
+def _same_call(template: Any, shapes: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any] | None:
+    """The tensors of a call that matches the captured one (structure, values, shapes, dtypes), else None."""
+    try:
+        tensors, other = _split(args, kwargs)
+    except Exception:
+        return None
+    if other[0] != template[0] or len(tensors) != len(shapes):
+        return None
+    if any(a is not b and a != b for a, b in zip(other[1], template[1]) if a is not None):
+        return None
+    if [(t.shape, t.dtype, t.device) for t in tensors] != shapes:
+        return None
+    return tensors
+
+
+def graph_module(module: Any, call: Call, stream: Any) -> GraphedModule:
+    """Capture `module` for the call seen; raises what the capture raised."""
+    import torch
+
+    from cgtool.capture.pieces import kept_graphs
+
+    tensors, template = _split(call.args, call.kwargs)
+    shapes = [(t.shape, t.dtype, t.device) for t in tensors]
+    static = tuple(t.detach().clone().requires_grad_(t.requires_grad) for t in tensors)
+    original = module.forward
+
+    class Bound(torch.nn.Module):  # the module called with tensors only, its parameters visible to autograd
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = module
+
+        def forward(self, *ts: Any) -> Any:
+            a, k = _rebuild(template, ts)
+            return original(*a, **k)
+
+    bound = Bound()
+    with kept_graphs() as kept:
+        if call.grad:
+            graphed = torch.cuda.make_graphed_callables(bound, static, num_warmup_iters=3,
+                                                             allow_unused_input=True)
+        else:
+            graphed = _forward_graph(bound, static, stream)
+    kernels = _kernel_nodes(kept)
+    done = GraphedModule(module, None, call.grad, kernels)
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        ts = _same_call(template, shapes, args, kwargs)
+        if ts is None:
+            done.fallbacks.append("a call with other arguments than the captured one ran eagerly")
+            return original(*args, **kwargs)
+        return graphed(*ts)
+
+    done.forward = forward
+    return done
+
+
+def _forward_graph(bound: Any, static: tuple[Any, ...], stream: Any) -> Any:
+    """Forward-only capture (a call without grad): warm up on the side stream, capture, replay on call."""
+    import torch
+
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.no_grad(), torch.cuda.stream(stream):
+        for _ in range(3):
+            bound(*static)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph(keep_graph=True)
+    with torch.no_grad(), torch.cuda.graph(graph, stream=stream):
+        out = bound(*static)
+
+    def run(*ts: Any) -> Any:
+        for dst, src in zip(static, ts):
+            if dst.data_ptr() != src.data_ptr():
+                dst.copy_(src)
+        graph.replay()
+        return out
+
+    return run
+
+
+def _kernel_nodes(kept: list[Any]) -> int | None:
+    try:
+        from cgtool.graph.cuda import read_cuda_graph
+
+        return sum(len(read_cuda_graph(g.raw_cuda_graph()).kernels) for g in kept)
+    except Exception:  # not kept or cuda-bindings missing: the count is unknown, not zero
+        return None
+
+
+@contextmanager
+def installed(graphed: list[GraphedModule]) -> Iterator[None]:
+    """The step runs with these modules' graphs in place of their forward."""
+    for g in graphed:
+        g.module.forward = g.forward
+    try:
+        yield
+    finally:
+        for g in graphed:
+            g.module.__dict__.pop("forward", None)

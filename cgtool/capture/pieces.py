@@ -1,0 +1,181 @@
+"""The step captured in pieces: `torch.compile(step, backend="cudagraphs")`.
+
+Dynamo splits the step at its graph breaks (`.item()`, `.tolist()`, data-dependent Python, `loss.backward()`);
+the cudagraphs backend records each piece (forward and backward) as a CUDA graph of the original eager
+kernels through torch's cudagraph trees, so a comparison with eager measures graphs, not kernel fusion.
+Between pieces the step runs eagerly. cudagraph trees make their CUDAGraphs without keep_graph, so the
+pieces' graphs could not be read; while the step compiles and records, torch.cuda.CUDAGraph is swapped for a
+subclass that keeps its graph (instantiated on first replay, as torch does for keep_graph=True).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from cgtool.capture.harness import warmup
+from cgtool.model.partial import SplitPoint
+from cgtool.model.phase_log import PhaseLog
+from cgtool.script.contract import Args, Script, ScriptRaised
+
+RECORD_CALLS = 3  # cudagraph trees: the first call warms up, the next records, later ones replay
+SKIP_LOGGER = "torch._inductor.cudagraph_utils.__cudagraphs"  # where the backend says why it left a piece eager
+
+
+@dataclass
+class PiecedStep:
+    """The step ready to run eager or in pieces, on the same state and static inputs."""
+
+    eager: Script
+    pieced: Script  # the same script with step = torch.compile(step, backend=...)
+    state: Args
+    static_inputs: Args | None
+    stream: Any
+    compile_ms: float  # dynamo, the backend and the first recordings
+    splits: list[SplitPoint] = field(default_factory=list)
+    dynamo_graphs: int = 0  # FX graphs dynamo handed to the backend (forward pieces; backward graphs come from them)
+    kept: list[Any] = field(default_factory=list)  # the CUDAGraphs recorded, in recording order
+    skips: list[str] = field(default_factory=list)
+
+    def run_eager(self, inputs: Args | None = None) -> Any:
+        return self.eager.call_step(self.state, self.static_inputs if inputs is None else inputs)
+
+    def run_pieced(self, inputs: Args | None = None) -> Any:
+        import torch
+
+        torch.compiler.cudagraph_mark_step_begin()  # a new iteration: earlier outputs may be overwritten
+        return self.pieced.call_step(self.state, self.static_inputs if inputs is None else inputs)
+
+
+def prepare_pieced(script: Script, settings: dict[str, Any], log: PhaseLog, size: int | None = None) -> PiecedStep:
+    """setup → eager warmup on a side stream → compile and record the pieces on inputs(warmup)."""
+    import torch
+
+    torch._dynamo.reset()
+    device = torch.device("cuda")
+    n_warm = int(settings.get("warmup", 3))
+    log.phase("setup", "piecewise")
+    try:
+        state = script.call_setup(device, size)
+    except Exception as exc:
+        raise ScriptRaised("setup", exc) from None
+    stream = torch.cuda.Stream()
+    log.phase("warmup", f"{n_warm} eager iterations")
+    warmup(script, state, device, n_warm, stream, None, size)
+    try:
+        static_inputs = script.call_inputs(n_warm, device, size)
+    except Exception as exc:
+        raise ScriptRaised("inputs", exc) from None
+    backend = _explaining_backend()
+    compiled = torch.compile(script.step, backend=backend)
+    step = PiecedStep(script, dataclasses.replace(script, step=compiled), state, static_inputs, stream, 0.0)
+    log.phase("compile", 'torch.compile(step, backend="cudagraphs"): pieces recorded')
+    t0 = time.perf_counter()
+    with kept_graphs() as kept, skip_messages() as skips:
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(RECORD_CALLS):
+                try:
+                    step.run_pieced()
+                except Exception as exc:
+                    raise ScriptRaised("compile", exc) from None
+        torch.cuda.current_stream().wait_stream(stream)
+        torch.cuda.synchronize()
+    step.compile_ms = (time.perf_counter() - t0) * 1e3
+    step.kept = [g for g in kept if _has_graph(g)]
+    step.skips = list(dict.fromkeys(skips))
+    step.splits = split_points(getattr(backend, "break_reasons", None))
+    step.dynamo_graphs = len(getattr(backend, "graphs", []) or [])
+    return step
+
+
+def _explaining_backend() -> Any:
+    """The cudagraphs backend wrapped to collect dynamo's graphs and break reasons (their user stacks)."""
+    try:
+        from torch._dynamo.backends.debugging import ExplainWithBackend
+
+        return ExplainWithBackend("cudagraphs")
+    except (ImportError, AttributeError):  # the reasons then come from torch._dynamo.utils.graph_break_reasons
+        return "cudagraphs"
+
+
+def split_points(reasons: Any) -> list[SplitPoint]:
+    """The user lines where dynamo broke the step, innermost user frame of each break's stack, deduplicated."""
+    from cgtool.script.frames import is_user_file, make_frame
+
+    if reasons is None:
+        try:
+            from torch._dynamo.utils import graph_break_reasons as reasons
+        except ImportError:
+            return []
+    points: dict[tuple[Any, ...], SplitPoint] = {}
+    for r in reasons or []:
+        text = str(getattr(r, "reason", r)).strip().splitlines()
+        stack = list(getattr(r, "user_stack", None) or [])
+        frame = None
+        for fs in reversed(stack):
+            if is_user_file(fs.filename):
+                frame = make_frame(fs.filename, fs.lineno or 0, fs.name)
+                break
+        reason = text[0][:300] if text else "graph break"
+        key = (frame.file, frame.line) if frame is not None else (reason,)
+        points.setdefault(key, SplitPoint(reason, frame))
+    return list(points.values())
+
+
+@contextmanager
+def kept_graphs() -> Iterator[list[Any]]:
+    """While active, every torch.cuda.CUDAGraph made keeps its graph; yields the list of those made."""
+    import torch
+
+    made: list[Any] = []
+    original = torch.cuda.CUDAGraph
+
+    class KeptGraph(original):  # type: ignore[misc, valid-type]
+        def __new__(cls, keep_graph: bool = False, *args: Any, **kwargs: Any) -> Any:
+            try:
+                graph = super().__new__(cls, True, *args, **kwargs)
+            except TypeError:  # a torch without keep_graph: nothing to keep
+                graph = super().__new__(cls, *args, **kwargs)
+            made.append(graph)
+            return graph
+
+    torch.cuda.CUDAGraph = KeptGraph
+    try:
+        yield made
+    finally:
+        torch.cuda.CUDAGraph = original
+
+
+def _has_graph(graph: Any) -> bool:
+    try:
+        graph.raw_cuda_graph()
+        return True
+    except Exception:  # not kept, never captured, or torch without raw_cuda_graph
+        return False
+
+
+@contextmanager
+def skip_messages() -> Iterator[list[str]]:
+    """The backend's "skipping cudagraphs due to …" messages while active (its artifact logger, heard directly)."""
+    messages: list[str] = []
+    logger = logging.getLogger(SKIP_LOGGER)
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            messages.append(record.getMessage().strip().splitlines()[0][:300])
+
+    handler = Keep(level=logging.WARNING)
+    saved = (logger.level, logger.disabled, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
+    logger.disabled, logger.propagate = False, False
+    try:
+        yield messages
+    finally:
+        logger.removeHandler(handler)
+        logger.level, logger.disabled, logger.propagate = saved

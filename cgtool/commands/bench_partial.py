@@ -1,0 +1,54 @@
+"""`cgtool bench --piecewise / --modules DEPTH`: partial capture timed with bench's careful method."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from cgtool.commands.common import make_job, run_with_progress
+from cgtool.errors import ExitCode
+
+
+def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, settings: dict[str, Any],
+                  out_file: str | None, as_json: bool, quiet: bool) -> None:
+    from cgtool.model.job import PARTIAL, Job
+    from cgtool.model.partial import MEASURED, ModuleMap, Piecewise
+    from cgtool.model.report import ErrorRecord
+    from cgtool.render.console import console
+
+    base = make_job("bench", target, entry, warmup, settings=settings)
+    job = Job(PARTIAL, base.script, base.entry, dict(base.settings))
+    outcome = run_with_progress(job, max(timeout, 60.0 + 2 * float(settings["budget_s"]) + 120.0),
+                                show=not (as_json or quiet))
+    if outcome.result is None:
+        d: dict[str, Any] = {"piecewise": None, "modules": None, "errors": [
+            ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message).to_json()]}
+    else:
+        d = outcome.result
+    data = json.dumps({"kind": "cgtool-bench-partial", **d}, indent=1) + "\n"
+    out = console()
+    pieces = None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"])
+    modules = None if d.get("modules") is None else ModuleMap.from_json(d["modules"])
+    if as_json:
+        sys.stdout.write(data)
+    else:
+        from cgtool.render.findings_console import render_errors
+        from cgtool.render.partial import render_modules, render_piecewise
+
+        if pieces is not None and not quiet:
+            render_piecewise(pieces, out)
+        if modules is not None and not quiet:
+            render_modules(modules, out)
+        render_errors([ErrorRecord.from_json(e) for e in d.get("errors", [])], out)
+    if out_file:
+        from cgtool.render.outputs import atomic_write
+
+        atomic_write(out_file, data)
+    if outcome.failure == "interrupted":
+        sys.exit(ExitCode.INTERRUPTED)
+    if outcome.failure is not None:
+        sys.exit(ExitCode.WORKER)
+    measured = [x for x in (pieces, modules) if x is not None]
+    sys.exit(ExitCode.OK if measured and all(x.status == MEASURED for x in measured) and not d.get("errors")
+             else ExitCode.PROBLEMS)

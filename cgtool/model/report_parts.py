@@ -1,0 +1,125 @@
+"""The parts of a report that other records share: an error by phase, the replay-versus-eager check and its
+tensors, eager-versus-replay timings. Re-exported by cgtool.model.report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from cgtool.model.frame import Frame
+
+
+@dataclass(frozen=True)
+class ErrorRecord:
+    """Something that went wrong in a phase, with the user's frames (innermost last)."""
+
+    phase: str  # load, setup, inputs, warmup, capture, read-graph, replay, timing, worker, output
+    type: str  # exception type name, or "timeout", "crash", "interrupted"
+    message: str
+    frames: tuple[Frame, ...] = ()
+    cuda_error: str | None = None  # e.g. "cudaErrorStreamCaptureInvalidated", when one was named
+
+    @property
+    def user_frame(self) -> Frame | None:
+        return self.frames[-1] if self.frames else None
+
+    @property
+    def label(self) -> str:
+        """What goes before the message: `RuntimeError [cudaErrorX]: `; nothing for a broken script
+        contract (type usage), whose message says it all."""
+        if self.type == "usage":
+            return ""
+        return f"{self.type}{f' [{self.cuda_error}]' if self.cuda_error else ''}: "
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "type": self.type,
+            "message": self.message,
+            "frames": [f.to_json() for f in self.frames],
+            "cuda_error": self.cuda_error,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ErrorRecord:
+        return cls(
+            phase=d["phase"],
+            type=d["type"],
+            message=d["message"],
+            frames=tuple(Frame.from_json(f) for f in d.get("frames", [])),
+            cuda_error=d.get("cuda_error"),
+        )
+
+
+@dataclass(frozen=True)
+class TensorDiff:
+    """Replay-versus-eager comparison of one output or state tensor."""
+
+    name: str  # e.g. "output[0]", "state.model.fc1.weight"
+    shape: tuple[int, ...]
+    dtype: str
+    max_abs: float
+    max_rel: float
+    ok: bool
+    # How far two eager runs from the same state differ (nondeterministic kernels: atomics in backward,
+    # cuDNN algorithms); replay within NOISE_FACTOR times that counts as a match. 0 when eager repeats exactly.
+    noise_abs: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "shape": list(self.shape)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TensorDiff:
+        return cls(d["name"], tuple(d["shape"]), d["dtype"], float(d["max_abs"]), float(d["max_rel"]), bool(d["ok"]),
+                   float(d.get("noise_abs", 0.0)))
+
+
+@dataclass(frozen=True)
+class ReplayCheck:
+    status: str  # "match", "mismatch", "skipped", "error"
+    inputs: str  # which inputs were compared, e.g. "inputs(4) (fresh)" or "the capture's inputs"
+    tensors: tuple[TensorDiff, ...] = ()
+    note: str = ""
+
+    @property
+    def max_abs(self) -> float:
+        return max((t.max_abs for t in self.tensors), default=0.0)
+
+    @property
+    def max_rel(self) -> float:
+        return max((t.max_rel for t in self.tensors), default=0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "inputs": self.inputs,
+            "max_abs": self.max_abs,
+            "max_rel": self.max_rel,
+            "tensors": [t.to_json() for t in self.tensors],
+            "note": self.note,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> ReplayCheck:
+        return cls(d["status"], d["inputs"], tuple(TensorDiff.from_json(t) for t in d.get("tensors", [])), d.get("note", ""))
+
+
+@dataclass(frozen=True)
+class Timings:
+    eager_us: float  # median per-iteration time of the eager step
+    replay_us: float  # median per-iteration time of graph replay
+    iterations: int  # iterations per mode that the medians summarize
+    capture_ms: float | None = None
+    instantiate_ms: float | None = None
+    method: str = ""
+
+    @property
+    def speedup(self) -> float:
+        return self.eager_us / self.replay_us if self.replay_us > 0 else float("nan")
+
+    def to_json(self) -> dict[str, Any]:
+        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "speedup": self.speedup}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Timings:
+        return cls(**{f.name: d.get(f.name) for f in fields(cls) if f.name in d})

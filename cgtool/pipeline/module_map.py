@@ -1,0 +1,188 @@
+"""The step's modules: found in setup()'s state (nn.Module values and their named_children to a depth), watched
+while the step runs (calls, arguments, the ops each one issued), and the CPU analysis's error findings
+attributed to the modules whose ops carry them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from cgtool.capture.module_graphs import Call
+from cgtool.model.finding import Finding
+from cgtool.model.partial import CLEAN, CPU_ONLY, FAILS, NOT_CALLED, ModuleEntry, ModuleMap
+from cgtool.model.report import ErrorRecord
+from cgtool.script.contract import Args, Script
+
+
+@dataclass
+class Watched:
+    path: str
+    module: Any
+    depth: int
+    calls: int = 0  # calls in the last iteration watched
+    total: int = 0  # calls in every iteration watched
+    last: Call | None = None  # the last call's arguments (kept only when asked)
+    ranges: list[tuple[list[Any], int, int]] = field(default_factory=list)  # (tracer op list, start, end)
+
+
+def find_modules(state: Args, depth: int) -> list[Watched]:
+    """nn.Module values of the state (by argument name) and their children to `depth`, each module once."""
+    import torch
+
+    roots = [(k, v) for k, v in state.kwargs.items()] + [(f"arg{i}", v) for i, v in enumerate(state.args)]
+    found: list[Watched] = []
+    seen: set[int] = set()
+
+    def walk(path: str, m: Any, d: int) -> None:
+        if id(m) in seen:
+            return
+        seen.add(id(m))
+        found.append(Watched(path, m, d))
+        if d < depth:
+            for name, child in m.named_children():
+                walk(f"{path}.{name}", child, d + 1)
+
+    for name, value in roots:
+        if isinstance(value, torch.nn.Module):
+            walk(name, value, 0)
+    return found
+
+
+class ModuleWatch:
+    """Global forward hooks that count each watched module's calls, keep its last call's arguments (keep_calls)
+    and the range of ops the CPU analysis's tracer recorded during it."""
+
+    def __init__(self, keep_calls: bool = False) -> None:
+        self.by_id: dict[int, Watched] = {}
+        self.keep_calls = keep_calls
+        self._stack: list[tuple[Watched, Any, int]] = []
+        self._handles: list[Any] = []
+
+    def add(self, modules: list[Watched]) -> None:
+        for w in modules:
+            self.by_id.setdefault(id(w.module), w)
+
+    def new_iteration(self) -> None:
+        for w in self.by_id.values():
+            w.calls = 0
+
+    def __enter__(self) -> ModuleWatch:
+        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
+
+        self._handles = [register_module_forward_pre_hook(self._pre), register_module_forward_hook(self._post)]
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+
+    def _pre(self, module: Any, args: Any) -> None:
+        w = self.by_id.get(id(module))
+        if w is None:
+            return
+        import torch
+
+        w.calls += 1
+        w.total += 1
+        if self.keep_calls:
+            params = any(p.requires_grad for p in module.parameters())
+            grad = torch.is_grad_enabled() and (params or any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in args))
+            w.last = Call(tuple(args), {}, grad)
+        ops = _tracer_ops()
+        self._stack.append((w, ops, len(ops) if ops is not None else 0))
+
+    def _post(self, module: Any, args: Any, out: Any) -> None:
+        if not self._stack or self._stack[-1][0].module is not module:
+            return
+        w, ops, start = self._stack.pop()
+        if ops is not None:
+            w.ranges.append((ops, start, len(ops)))
+
+
+def _tracer_ops() -> list[Any] | None:
+    """The op list cgtool's tracer is filling now (its dispatch mode is on torch's mode stack), if any."""
+    try:
+        from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+        for mode in _get_current_dispatch_mode_stack():
+            tracer = getattr(mode, "tracer", None)
+            if tracer is not None and isinstance(getattr(tracer, "ops", None), list):
+                return tracer.ops
+    except Exception:  # a torch without the helper: no attribution, not a failure
+        pass
+    return None
+
+
+class WatchingScript:
+    """The script, with setup()'s state kept and its modules added to a ModuleWatch."""
+
+    def __init__(self, script: Script, watch: ModuleWatch, depth: int) -> None:
+        self.script, self.watch, self.depth = script, watch, depth
+        self.state: Args | None = None
+        self.modules: list[Watched] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.script, name)
+
+    def call_setup(self, device: Any, size: int | None = None) -> Args:
+        self.state = self.script.call_setup(device, size)
+        self.modules = find_modules(self.state, self.depth)
+        self.watch.add(self.modules)
+        return self.state
+
+    def call_step(self, state: Args, inputs: Args | None) -> Any:
+        self.watch.new_iteration()
+        return self.script.call_step(state, inputs)
+
+
+def cpu_module_map(script: Script, depth: int, warmup: int = 3) -> tuple[ModuleMap, list[Finding], list[ErrorRecord]]:
+    """The CPU analysis with the modules watched: each module's error findings (by the ops it issued)."""
+    from cgtool.pipeline.cpu_analysis import analyze_on_cpu
+
+    watch = ModuleWatch()
+    watching = WatchingScript(script, watch, depth)
+    with watch:
+        trace, findings, errors = analyze_on_cpu(watching, warmup=warmup)  # type: ignore[arg-type]
+    entries = attribute(trace, findings, watching.modules)
+    note = "" if watching.state is not None else "setup() did not run, so no module was found"
+    if watching.state is not None and not entries:
+        note = "setup() returned no nn.Module (the map needs the model among setup's values)"
+    return ModuleMap(CPU_ONLY, depth, tuple(entries), note=note), findings, errors
+
+
+def attribute(trace: Any, findings: list[Finding], modules: list[Watched]) -> list[ModuleEntry]:
+    """A ModuleEntry per module: FAILS with the error findings whose line (and library frame) one of its ops has."""
+    from cgtool.checks.common import library_place
+
+    errors = [f for f in findings if f.severity == "error"]
+    entries = []
+    for w in modules:
+        places: dict[tuple[str, int], set[str]] = {}  # the user's line -> the library frames that issued ops there
+        for ops, start, end in w.ranges:
+            for op in ops[start:end]:
+                lib = trace.frame(op.lib)
+                lib_text = library_place(lib).rsplit(" in ", 1)[0] if lib is not None else ""
+                for index in (op.frame, op.outer):
+                    f = trace.frame(index)
+                    if f is not None:
+                        places.setdefault((f.file, f.line), set()).add(lib_text)
+        mine = tuple(f for f in errors if _carries(places.get((f.file or "", f.line or 0)), f.library))
+        status = FAILS if mine else (CLEAN if w.total else NOT_CALLED)
+        reason = "; ".join(f"{f.rule} at line {f.line} (`{_code(f.source)}`)" for f in mine[:3])
+        entries.append(ModuleEntry(w.path, type(w.module).__name__, w.depth, status, reason, mine))
+    return entries
+
+
+def _carries(libs: set[str] | None, library: str | None) -> bool:
+    """The module issued an op at the finding's line (and, for a finding inside a library, from that library
+    frame when the module's ops there name one)."""
+    if libs is None:
+        return False
+    named = {x for x in libs if x}
+    return not library or not named or any(x in library for x in named)
+
+
+def _code(source: str | None) -> str:
+    return (source or "").split("  #", 1)[0].strip()

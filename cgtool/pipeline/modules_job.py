@@ -1,0 +1,136 @@
+"""--modules DEPTH: which submodules of the step's model(s) capture on their own, and what graphing them gives.
+
+The CPU analysis first attributes its error findings to modules (pipeline/module_map.py); on the GPU each
+remaining module, top-down, is graphed on its own from the arguments of its call in the last warmup step
+(capture/module_graphs.py: make_graphed_callables for a training call, forward-only capture otherwise). A module
+inside one already graphed is not tried again. Then the step runs with the graphed modules swapped in: replay
+versus eager from identical state, and bench's timing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cgtool.model.partial import FAILED, FAILS, GRAPHED, MEASURED, NOT_CALLED, SKIPPED, ModuleEntry, ModuleMap
+from cgtool.model.phase_log import PhaseLog
+from cgtool.script.contract import Script, ScriptRaised
+
+
+def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) -> ModuleMap:
+    import torch
+
+    from cgtool.capture.compare_runs import compare_runs
+    from cgtool.capture.harness import warmup
+    from cgtool.capture.module_graphs import installed
+    from cgtool.pipeline.module_map import ModuleWatch, WatchingScript, cpu_module_map
+    from cgtool.pipeline.piecewise_job import time_prepared
+
+    depth, n_warm, size = int(settings.get("modules", 1)), int(settings.get("warmup", 3)), settings.get("size")
+    progress.phase("module-map", f"CPU analysis, modules to depth {depth}")
+    try:
+        cpu_map, _, _ = cpu_module_map(script, depth, n_warm)
+        cpu = {e.path: e for e in cpu_map.modules}
+    except Exception as exc:  # the map still runs on the GPU, without the CPU's reasons
+        cpu, cpu_note = {}, f"CPU analysis failed ({type(exc).__name__}: {exc}); "
+    else:
+        cpu_note = ""
+    device = torch.device("cuda")
+    watch = ModuleWatch(keep_calls=True)
+    watching = WatchingScript(script, watch, depth)
+    progress.phase("setup", "modules")
+    try:
+        state = watching.call_setup(device, size)
+    except Exception as exc:
+        raise ScriptRaised("setup", exc) from None
+    stream = torch.cuda.Stream()
+    progress.phase("warmup", f"{n_warm} eager iterations, module calls watched")
+    with watch:
+        warmup(watching, state, device, n_warm, stream, None, size)  # type: ignore[arg-type]
+    if not watching.modules:
+        return ModuleMap(FAILED, depth, note="setup() returned no nn.Module (the map needs the model among setup's values)")
+    entries, graphed = _graph_modules(watching.modules, cpu, stream, progress)
+    static = script.call_inputs(n_warm, device, size)
+    index = n_warm + 1
+    fresh = script.call_inputs(index, device, size)
+    label = f"inputs({index}), fresh" if fresh is not None else "setup's values (the script has no inputs())"
+
+    def eager(inputs: Any = static) -> Any:
+        return script.call_step(state, inputs)
+
+    def with_graphs(inputs: Any = static) -> Any:
+        with installed(graphed):
+            return script.call_step(state, inputs)
+
+    replay = timings = None
+    if graphed and settings.get("replay_check", True):
+        progress.phase("replay-check", "step with the graphed modules vs eager")
+        replay = compare_runs(state, lambda: eager(fresh), lambda: with_graphs(fresh), stream, label,
+                              what="step with graphed modules")
+    if graphed and settings.get("timing", True):
+        from cgtool.bench.measure import Prepared
+
+        progress.phase("timing", "eager vs graphed modules")
+        prep = Prepared({"eager": eager, "replay": with_graphs}, stream, 0.0, 0.0, 0)
+        timings = time_prepared(prep, script, settings, "the step with graphed modules")
+    fallbacks = sorted({f for g in graphed for f in g.fallbacks})
+    note = cpu_note + ("; ".join(fallbacks) if fallbacks else "")
+    paths = tuple(e.path for e in entries if e.status == GRAPHED)
+    return ModuleMap(MEASURED, depth, tuple(entries), paths, replay, timings, note=note)
+
+
+def _graph_modules(modules: list[Any], cpu: dict[str, ModuleEntry], stream: Any,
+                   progress: PhaseLog) -> tuple[list[ModuleEntry], list[Any]]:
+    """Top-down: graph each module not inside a graphed one; stop trying once a failed capture spoilt CUDA."""
+    import torch
+
+    from cgtool.capture.harness import capture_error
+    from cgtool.capture.module_graphs import graph_module
+
+    entries: list[ModuleEntry] = []
+    graphed: list[Any] = []
+    done: list[str] = []
+    spoilt = ""
+    for w in modules:
+        name = type(w.module).__name__
+        base = cpu.get(w.path)
+        parent = next((p for p in done if w.path.startswith(p + ".")), None)
+        if parent is not None:
+            entries.append(ModuleEntry(w.path, name, w.depth, SKIPPED, f"inside `{parent}`, which graphs whole"))
+        elif w.total == 0 or w.last is None:
+            entries.append(ModuleEntry(w.path, name, w.depth, NOT_CALLED, "the step never called it"))
+        elif base is not None and base.status == FAILS:
+            entries.append(ModuleEntry(w.path, name, w.depth, FAILS, base.reason + " (CPU analysis; not captured "
+                                       "on the GPU, where a failed capture can spoil the CUDA context)", base.findings))
+        elif w.calls > 1:
+            entries.append(ModuleEntry(w.path, name, w.depth, SKIPPED, f"called {w.calls} times per step; one graphed "
+                                       "callable holds one call's inputs and outputs"))
+        elif spoilt:
+            entries.append(ModuleEntry(w.path, name, w.depth, SKIPPED, spoilt))
+        else:
+            progress.phase("module-capture", w.path)
+            try:
+                g = graph_module(w.module, w.last, stream)
+                torch.cuda.synchronize()
+            except Exception as exc:
+                record = capture_error(exc)
+                where = record.user_frame
+                at = f" at line {where.line} (`{where.source.strip()}`)" if where else ""
+                entries.append(ModuleEntry(w.path, name, w.depth, FAILS, f"{record.label}{record.message}{at}",
+                                           base.findings if base else (), w.last.grad))
+                spoilt = _context_state()
+                continue
+            graphed.append(g)
+            done.append(w.path)
+            entries.append(ModuleEntry(w.path, name, w.depth, GRAPHED, "", (), g.training, g.kernels))
+    return entries, graphed
+
+
+def _context_state() -> str:
+    """'' when CUDA still works after a failed capture, else why the modules after it are not tried."""
+    import torch
+
+    try:
+        torch.zeros(1, device="cuda").add_(1)
+        torch.cuda.synchronize()
+        return ""
+    except Exception as exc:
+        return f"not tried: CUDA failed after an earlier module's capture ({type(exc).__name__})"

@@ -1,0 +1,98 @@
+"""The partial-capture job (`capture --piecewise / --modules DEPTH`, `bench --piecewise / --modules`), run in its
+own worker after the capture job: a failed whole-step capture can leave the CUDA context unusable, and
+torch.compile's state stays out of the capture job. On a machine without a GPU (or --cpu): what the CPU
+analysis shows (the split points, the module map by error findings)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cgtool.errors import CgtoolError
+from cgtool.model.job import Job
+from cgtool.model.partial import FAILED, ModuleMap, Piecewise
+from cgtool.model.phase_log import PhaseLog
+from cgtool.model.report import ErrorRecord
+from cgtool.script.contract import ScriptRaised, load_script
+from cgtool.script.errors import error_record
+from cgtool.script.frames import user_frames_of_traceback
+
+
+def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
+    """{"piecewise": Piecewise JSON or None, "modules": ModuleMap JSON or None, "errors": [...]}."""
+    settings = job.settings
+    depth = settings.get("modules")
+    piecewise: Piecewise | None = None
+    modules: ModuleMap | None = None
+    errors: list[ErrorRecord] = []
+    try:
+        progress.phase("load", job.script)
+        script = load_script(job.script, job.entry)
+        import torch
+
+        if job.force_cpu or not torch.cuda.is_available():
+            piecewise, modules, errors = _on_cpu(script, settings, depth)
+        else:
+            torch.cuda.init()
+            if settings.get("piecewise"):
+                piecewise = _attempt(lambda: _gpu_piecewise(script, settings, progress), errors, "piecewise")
+                if piecewise is None:
+                    piecewise = Piecewise(FAILED, "", error=errors[-1])
+            if depth is not None:
+                modules = _attempt(lambda: _gpu_modules(script, settings, progress), errors, "modules")
+                if modules is None:
+                    modules = ModuleMap(FAILED, int(depth), error=errors[-1])
+    except CgtoolError as exc:
+        errors.append(error_record("load", exc))
+    except ScriptRaised as exc:
+        errors.append(error_record(exc.phase, exc.exc))
+    return {"piecewise": None if piecewise is None else piecewise.to_json(),
+            "modules": None if modules is None else modules.to_json(),
+            "errors": [e.to_json() for e in errors]}
+
+
+def _on_cpu(script: Any, settings: dict[str, Any], depth: Any):
+    from cgtool.pipeline.piecewise_job import cpu_split_points
+
+    warm = int(settings.get("warmup", 3))
+    modules = None
+    if depth is not None:
+        from cgtool.pipeline.module_map import cpu_module_map
+
+        modules, findings, errors = cpu_module_map(script, int(depth), warm)
+    else:
+        from cgtool.pipeline.cpu_analysis import analyze_on_cpu
+
+        _trace, findings, errors = analyze_on_cpu(script, warmup=warm)
+    piecewise = cpu_split_points(findings) if settings.get("piecewise") else None
+    return piecewise, modules, list(errors)
+
+
+def _gpu_piecewise(script: Any, settings: dict[str, Any], progress: PhaseLog) -> Piecewise:
+    from cgtool.pipeline.piecewise_job import run_piecewise
+
+    return run_piecewise(script, settings, progress)
+
+
+def _gpu_modules(script: Any, settings: dict[str, Any], progress: PhaseLog) -> ModuleMap:
+    from cgtool.pipeline.modules_job import run_modules
+
+    return run_modules(script, settings, progress)
+
+
+def _attempt(fn: Any, errors: list[ErrorRecord], what: str) -> Any:
+    """Run one part; its failure becomes an error record (phase `piecewise` or `modules`), never a lost result."""
+    try:
+        return fn()
+    except ScriptRaised as exc:
+        errors.append(error_record(exc.phase, exc.exc))
+    except Exception as exc:  # torch.compile or a capture failing: keep the other part, print the traceback
+        import traceback
+
+        traceback.print_exc()
+        errors.append(ErrorRecord(what, type(exc).__name__, _first_line(str(exc)) or type(exc).__name__,
+                                  user_frames_of_traceback(exc.__traceback__)))
+    return None
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")[:500]

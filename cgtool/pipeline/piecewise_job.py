@@ -1,0 +1,120 @@
+"""--piecewise: the step captured in pieces at its break points (GPU), or its split points from the CPU analysis."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any, Callable
+
+from cgtool.bench.measure import Prepared, measure
+from cgtool.bench.result import BenchResult
+from cgtool.model.finding import Finding
+from cgtool.model.frame import Frame
+from cgtool.model.partial import CPU_ONLY, MEASURED, Piece, Piecewise, SplitPoint
+from cgtool.model.phase_log import PhaseLog
+from cgtool.model.report import Timings
+from cgtool.script.contract import Script
+
+METHOD = ('torch.compile(step, backend="cudagraphs"): dynamo splits the step at its graph breaks and each piece '
+          "(forward and backward) is recorded as a CUDA graph of the eager kernels (cudagraph trees); the rest runs "
+          "eagerly between them")
+# Error findings of these categories are where dynamo breaks the step: a host read of a GPU value, a Python
+# branch on one, an output size that depends on the data.
+SPLITTING = ("sync", "control-flow", "dynamic-shape")
+
+
+def cpu_split_points(findings: list[Finding]) -> Piecewise:
+    """What the CPU shows: the lines of the error findings where a pieced step would be split."""
+    splits = [SplitPoint(f.message, Frame(f.file, f.line or 0, f.function or "", f.source or ""), f.rule)
+              for f in findings if f.severity == "error" and f.category in SPLITTING and f.file]
+    return Piecewise(CPU_ONLY, METHOD, tuple(splits), note=(
+        "split points predicted from the CPU analysis's error findings; the pieces, their kernels, replay and "
+        "speedup need a CUDA device"))
+
+
+def run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog) -> Piecewise:
+    """Compile and record the pieces, read them, profile one step's kernels, check replay, time eager vs pieced."""
+    import torch
+
+    from cgtool.capture.compare_runs import compare_runs
+    from cgtool.capture.pieces import prepare_pieced
+
+    step = prepare_pieced(script, settings, progress, settings.get("size"))
+    progress.phase("profile", "kernels in graphs and outside")
+    split = profile_split(step.run_pieced, steps=3)
+    graphs = read_pieces(step.kept)
+    pieces = tuple(Piece(i + 1, k, us, _pair(graphs, i, k)) for i, (k, us) in enumerate(split.launches))
+    replay = None
+    if settings.get("replay_check", True):
+        progress.phase("replay-check", "pieced step vs eager")
+        index = int(settings.get("warmup", 3)) + 1
+        fresh = script.call_inputs(index, torch.device("cuda"), settings.get("size"))
+        label = f"inputs({index}), fresh" if fresh is not None else "setup's values (the script has no inputs())"
+        replay = compare_runs(step.state, lambda: step.run_eager(fresh), lambda: step.run_pieced(fresh), step.stream,
+                              label, what="pieced step")
+    timings = None
+    if settings.get("timing", True):
+        progress.phase("timing", "eager vs pieced")
+        prep = Prepared({"eager": step.run_eager, "replay": step.run_pieced}, step.stream, step.compile_ms, 0.0, 0)
+        timings = time_prepared(prep, script, settings, "the pieced step")
+    note = (f"{step.dynamo_graphs} dynamo graph(s), {len(step.kept)} CUDA graph(s) recorded; " +
+            ("pieces read through cuda-bindings" if any(p.graph for p in pieces) else
+             "the pieces' graphs could not be read (counts come from the profiler)"))
+    return Piecewise(MEASURED, METHOD, tuple(step.splits), pieces, split.kernels_in_graphs, split.kernels_outside,
+                     split.us_in_graphs, split.us_outside, tuple(split.outside[:10]), tuple(step.skips), replay,
+                     timings, note=note)
+
+
+def profile_split(fn: Callable[[], Any], steps: int = 3) -> Any:
+    """torch.profiler over `steps` calls, each in a `cgtool-step-N` annotation; kernels split by launch."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    from cgtool.capture.kernel_split import STEP_PREFIX, split_kernels
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for i in range(steps):
+            with record_function(f"{STEP_PREFIX}{i}"):
+                fn()
+            torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory(prefix="cgtool-prof-") as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path) as fh:
+            return split_kernels(json.load(fh))
+
+
+def read_pieces(kept: list[Any]) -> list[Any]:
+    """The kept CUDA graphs read through cuda-bindings (empty ones dropped); [] when they cannot be read."""
+    try:
+        from cgtool.graph.cuda import read_cuda_graph
+
+        graphs = [read_cuda_graph(g.raw_cuda_graph()) for g in kept]
+    except Exception:  # cuda-bindings missing or too old for the driver
+        return []
+    return [g for g in graphs if g.nodes]
+
+
+def _pair(graphs: list[Any], index: int, kernels: int) -> Any:
+    """The recorded graph of the index-th launch, when recordings and launches line up (same kernel count)."""
+    if index < len(graphs) and len(graphs[index].kernels) == kernels:
+        return graphs[index]
+    same = [g for g in graphs if len(g.kernels) == kernels]
+    return same[0] if len(same) == 1 else None
+
+
+def time_prepared(prep: Prepared, script: Script, settings: dict[str, Any], what: str) -> Timings:
+    """bench's alternating measurement of eager against `replay` (here the pieced or module-graphed step):
+    a short run for capture, the careful one for `bench --piecewise` (settings careful=True)."""
+    careful = bool(settings.get("careful"))
+    budget = float(settings.get("budget_s", 10.0)) if careful else float(settings.get("timing_budget_s", 3.0))
+    s = {"budget_s": budget, "target": float(settings.get("target", 0.01)) if careful else 0.02,
+         "min_time_s": min(2.0, budget / 2), "iters": settings.get("iters") if careful else None}
+    r = BenchResult.from_rounds(measure(prep, s, PhaseLog()), script=script.path, entry=script.entry)
+    wall = r.speedup_wall
+    return Timings(r.eager.gpu.median, r.replay.gpu.median, r.iterations, prep.capture_ms, None, (
+        f"bench's method ({'careful' if careful else 'short run'}): eager and {what} in alternating blocks, CUDA "
+        f"events; {r.stopped_by} after {r.elapsed_s:.1f} s; wall-clock speedup {wall.point:.2f}x "
+        f"({wall.low:.2f}-{wall.high:.2f})"))

@@ -1,0 +1,138 @@
+"""Partial capture on CPU (docs/partial.md): the kernel split of a profiler trace, the records and schema 2,
+the split points and the module map from the CPU analysis, the verdict, the CLI options, DOT per piece."""
+
+import json
+import os
+
+import pytest
+import torch
+from conftest import ROOT
+
+from cgtool.capture.kernel_split import split_kernels
+from cgtool.graph.model import Graph, GraphNode
+from cgtool.model.frame import Frame
+from cgtool.model.job import PARTIAL, Job
+from cgtool.model.partial import (
+    CLEAN,
+    CPU_ONLY,
+    FAILS,
+    GRAPHED,
+    MEASURED,
+    ModuleEntry,
+    ModuleMap,
+    Piece,
+    Piecewise,
+    SplitPoint,
+)
+from cgtool.model.phase_log import PhaseLog
+from cgtool.model.report import CAPTURE_FAILED, ErrorRecord, ReplayCheck, Report, Timings
+
+PARTIAL_DIR = os.path.join(ROOT, "samples", "partial")
+
+
+def _ev(name, cat, ts, corr=None, dur=1.0, **args):
+    a = dict(args)
+    if corr is not None:
+        a["correlation"] = corr
+    return {"ph": "X", "name": name, "cat": cat, "ts": ts, "dur": dur, "args": a}
+
+
+def test_kernels_split_by_launch_and_step():
+    events = []
+    for step, base in enumerate((0, 1000)):
+        events.append(_ev(f"cgtool-step-{step}", "user_annotation", base, dur=900))
+        events += [_ev("cudaGraphLaunch", "cuda_runtime", base + 10, corr=100 + step * 10),
+                   _ev("cudaLaunchKernel", "cuda_runtime", base + 20, corr=101 + step * 10),
+                   _ev("cudaGraphLaunch_v10000", "cuda_runtime", base + 30, corr=102 + step * 10)]
+        events += [_ev("gemm", "kernel", base + 40, corr=100 + step * 10, dur=5.0),
+                   _ev("gelu", "kernel", base + 41, corr=100 + step * 10, dur=1.0),
+                   _ev("local_scalar", "kernel", base + 50, corr=101 + step * 10, dur=2.0),
+                   _ev("sgd", "kernel", base + 60, corr=102 + step * 10, dur=3.0)]
+    s = split_kernels({"traceEvents": events})
+    assert s.steps == 2
+    assert (s.kernels_in_graphs, s.kernels_outside) == (3, 1)
+    assert s.us_in_graphs == pytest.approx(9.0) and s.us_outside == pytest.approx(2.0)
+    assert s.launches == [(2, 6.0), (1, 3.0)]
+    assert s.outside == [("local_scalar", 1)]
+
+
+def test_graph_node_id_marks_graph_kernels_without_a_launch_event():
+    s = split_kernels([_ev("k", "kernel", 0, corr=5, **{"graph node id": 7}), _ev("j", "kernel", 1, corr=6)])
+    assert (s.kernels_in_graphs, s.kernels_outside) == (1, 1)
+
+
+def _measured() -> Report:
+    g = Graph((GraphNode(0, "kernel", name="gemm"), GraphNode(1, "kernel", name="gelu")), ((0, 1),), "cuda")
+    frame = Frame("/x/s.py", 30, "step", "    log.append(loss.item())")
+    pw = Piecewise(MEASURED, "m", (SplitPoint("Tensor.item", frame),), (Piece(1, 2, 6.0, g), Piece(2, 1, 3.0)), 3, 1,
+                   9.0, 2.0, (("local_scalar", 1),), (), ReplayCheck("match", "inputs(4)"), Timings(340.0, 100.0, 50))
+    mm = ModuleMap(MEASURED, 1, (ModuleEntry("model.encoder", "Sequential", 1, GRAPHED, training=True, kernels=12),
+                                 ModuleEntry("model.scale", "ScaleByMax", 1, FAILS, "CG101 at line 15")),
+                   ("model.encoder",), ReplayCheck("match", "inputs(4)"), Timings(210.0, 100.0, 50))
+    r = Report("/x/s.py", "step", status=CAPTURE_FAILED, device="cuda", piecewise=pw, modules=mm)
+    r.errors.append(ErrorRecord("capture", "RuntimeError", "boom", (frame,)))
+    return r
+
+
+def test_schema_2_round_trip_and_schema_1_still_reads():
+    r = _measured()
+    data = json.loads(json.dumps(r.to_json()))
+    assert data["schema"] == 2 and data["piecewise"]["kernel_share"] == 0.75
+    back = Report.from_json(data)
+    assert back.piecewise == r.piecewise and back.modules == r.modules
+    old = {k: v for k, v in data.items() if k not in ("piecewise", "modules")}
+    old["schema"] = 1
+    assert Report.from_json(old).piecewise is None
+
+
+def test_verdict_names_every_option_with_its_measured_number():
+    from cgtool.render.partial import partial_verdict
+
+    assert partial_verdict(_measured()) == ("whole step: fails at line 30 (`log.append(loss.item())`); piecewise: 2 "
+                                            "graphs, 75% of kernels, 3.4× faster than eager; graphing "
+                                            "`model.encoder`: 2.1×")
+
+
+def test_dot_per_piece_written(tmp_path):
+    from cgtool.render.outputs import write_outputs
+
+    r = _measured()
+    write_outputs(r, str(tmp_path), render_svg=False)
+    assert (tmp_path / "graph-piece-1.dot").exists() and not (tmp_path / "graph-piece-2.dot").exists()
+    assert "graph-piece-1.dot" in r.outputs
+
+
+def _cpu_partial(name: str, depth: int = 1) -> dict:
+    from cgtool.pipeline import run_job
+
+    job = Job(PARTIAL, os.path.join(PARTIAL_DIR, name), "step", {"warmup": 2, "piecewise": True, "modules": depth})
+    return run_job(job, PhaseLog())
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only behaviour")
+def test_cpu_split_points_and_module_map_name_the_breaking_submodule():
+    d = _cpu_partial("module_breaks.py")
+    assert d["errors"] == []
+    pw, mm = Piecewise.from_json(d["piecewise"]), ModuleMap.from_json(d["modules"])
+    assert pw.status == CPU_ONLY and [(s.frame.line, s.rule) for s in pw.splits] == [(15, "CG101")]
+    status = {e.path: e.status for e in mm.modules}
+    assert status == {"model": FAILS, "model.encoder": CLEAN, "model.scale": FAILS, "model.head": CLEAN}
+    scale = next(e for e in mm.modules if e.path == "model.scale")
+    assert scale.findings[0].line == 15 and "CG101 at line 15" in scale.reason
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only behaviour")
+def test_cpu_module_map_keeps_a_model_whose_break_is_outside_it():
+    mm = ModuleMap.from_json(_cpu_partial("log_loss_item.py", depth=0)["modules"])
+    assert [(e.path, e.status) for e in mm.modules] == [("model", CLEAN)]
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only behaviour")
+def test_cli_capture_piecewise_and_modules_on_cpu(run_cli, tmp_path):
+    out = tmp_path / "o"
+    r = run_cli("capture", os.path.join(PARTIAL_DIR, "moe_routing.py"), "--piecewise", "--modules", "1", "--out", out)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "piecewise: would split at line 25" in r.stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["piecewise"]["status"] == "cpu-only" and report["modules"]["depth"] == 1
+    assert {m["path"]: m["status"] for m in report["modules"]["modules"]}["model.pre"] == "clean"
