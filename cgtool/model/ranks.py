@@ -32,14 +32,17 @@ class Collective:
     detail: str = ""  # shapes and dtypes of the tensors, the reduce op: "float32[64,512] SUM"
     capturing: bool | None = None  # the stream it was issued on was capturing (None: unknown)
     frame: Frame | None = None  # the user's line
+    iteration: int = -1  # which call of the step (0-based over the whole run); -1 outside a step
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "phase": self.phase, "op": self.op, "detail": self.detail,
-                "capturing": self.capturing, "frame": None if self.frame is None else self.frame.to_json()}
+        return {"index": self.index, "phase": self.phase, "iteration": self.iteration, "op": self.op,
+                "detail": self.detail, "capturing": self.capturing,
+                "frame": None if self.frame is None else self.frame.to_json()}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Collective:
-        return cls(int(d["index"]), d["phase"], d["op"], d.get("detail", ""), d.get("capturing"), _frame(d.get("frame")))
+        return cls(int(d["index"]), d["phase"], d["op"], d.get("detail", ""), d.get("capturing"), _frame(d.get("frame")),
+                   int(d.get("iteration", -1)))
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ import json
 import os
 import re
 import time
+from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from cgtool.model.job import Job
 from cgtool.model.phase_log import PhaseLog
@@ -65,6 +66,25 @@ def init_group(job: Job, local_rank: int) -> dict[str, Any]:
     return facts
 
 
+@contextmanager
+def counting_steps(watch: Any) -> Iterator[None]:
+    """Number the step's calls, so each recorded collective says which iteration issued it (the ranks are
+    compared iteration by iteration). The rank's process is disposable; the class is restored anyway."""
+    from cgtool.script.contract import Script
+
+    real = Script.call_step
+
+    def call_step(self: Script, state: Any, inputs: Any) -> Any:
+        watch.iteration += 1
+        return real(self, state, inputs)
+
+    Script.call_step = call_step  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Script.call_step = real  # type: ignore[method-assign]
+
+
 class EventFile:
     """The rank's JSON-lines event file, flushed per event (read by the parent even after a kill)."""
 
@@ -108,7 +128,7 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
         result["facts"] = init_group(job, local)
         events({"facts": result["facts"]})
         install(gate)
-        with watch_distributed(events, lambda: events.phase):
+        with watch_distributed(events, lambda: events.phase) as watch, counting_steps(watch):
             result["report"] = run_job(job, progress)
     except Exception as exc:  # the process group could not form: the rank's report says so
         from cgtool.pipeline.capture_job import new_report

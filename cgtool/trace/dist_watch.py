@@ -64,6 +64,7 @@ class DistWatch:
         self.record = record
         self.phase = phase  # the pipeline's phase under way
         self.counts: dict[str, int] = {}
+        self.iteration = -1  # the step call under way (the rank job counts them); -1 before the first
         self._local = threading.local()
         self._saved: list[tuple[Any, str, Any]] = []
 
@@ -75,7 +76,8 @@ class DistWatch:
         index = self.counts.get(phase, 0)
         self.counts[phase] = index + 1
         frame = innermost_user_frame(sys._getframe(1))
-        self.record({"collective": {"index": index, "phase": phase, "op": name, "detail": _describe(args, kwargs),
+        self.record({"collective": {"index": index, "phase": phase, "op": name, "iteration": self.iteration,
+                                    "detail": _describe(args, kwargs),
                                     "capturing": capturing, "frame": _json(frame)}})
 
     def _wrap(self, owner: Any, name: str, before: Callable[..., None]) -> None:

@@ -101,7 +101,7 @@ def kill_tree(proc: subprocess.Popen, known: set[int]) -> None:
         pass
 
 
-class _Tail:
+class EventTail:
     """Reads a rank's events file as it grows."""
 
     def __init__(self, path: str) -> None:
@@ -134,7 +134,7 @@ def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
     with open(job_path, "w") as fh:
         json.dump(job.to_json(), fh)
     cmd = launcher_command(nproc, job_path, run_dir)
-    tails = [_Tail(os.path.join(run_dir, f"rank{r}.events.jsonl")) for r in range(nproc)]
+    tails = [EventTail(os.path.join(run_dir, f"rank{r}.events.jsonl")) for r in range(nproc)]
     known: set[int] = set()
     outcome = LaunchOutcome([], cmd)
     t0 = time.monotonic()
@@ -175,7 +175,7 @@ def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
     outcome.wall_s = time.monotonic() - t0
     outcome.launcher_output = _tail(os.path.join(run_dir, "launcher.log"))
     exits = _exit_codes(outcome.launcher_output)
-    outcome.ranks = [_rank_result(r, run_dir, tails[r].events, exits.get(r), outcome.failure) for r in range(nproc)]
+    outcome.ranks = [rank_result(r, run_dir, tails[r].events, exits.get(r), outcome.failure) for r in range(nproc)]
     if outcome.failure is None and not any(r.report for r in outcome.ranks):
         outcome.failure = "launcher"
         outcome.message = (f"torch.distributed.run ended ({_describe(proc.returncode)}) before any rank wrote a result; "
@@ -183,7 +183,7 @@ def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
     return outcome
 
 
-def _rank_result(rank: int, run_dir: str, events: list[dict[str, Any]], code: int | None,
+def rank_result(rank: int, run_dir: str, events: list[dict[str, Any]], code: int | None,
                  failure: str | None) -> RankResult:
     res = RankResult(rank)
     for e in events:
