@@ -96,9 +96,11 @@ def check_rank_failures(ranks: Sequence[RankResult]) -> list[Finding]:
             else "finished"
         return f"rank {r.rank} {state}" + (f", last collective {_where(last)}" if r.report is None and last else "")
     if not own:
+        if all(r.report is not None for r in ranks) or all(r.report is None for r in ranks):
+            return []  # every rank finished without failing, or none finished (the launch error says where each was)
         stuck = "; ".join(waiting(r) for r in waited)
         last = next((r.collectives[-1] for r in waited if r.collectives), None)
-        return [_at("CG603", f"no rank finished: {stuck}. A rank waits on a collective another rank never "
+        return [_at("CG603", f"some ranks finished, others did not: {stuck}. A rank waits on a collective another rank never "
                              "issues (see CG601) or hangs on its own", last.frame if last else None)]
     out = []
     for r in own:
