@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 from cgtool.model.job import Job
 from cgtool.model.ranks import DistReport
+from cgtool.model.report import Report
 from cgtool.worker.launch import LaunchOutcome, EventTail, rank_result, kill_tree, launch_env, launch_ranks
 from cgtool.worker.merge import merge
 
@@ -88,3 +89,22 @@ def run_as_rank(job: Job, timeout: float,
     outcome.ranks = [rank_result(r, run_dir, tails[r].events, None, outcome.failure) for r in range(world)]
     outcome.wall_s = time.monotonic() - t0
     return merge(job, outcome, job.settings), outcome
+
+
+def lint_report(job: Job, nproc: int, timeout: float) -> Report:
+    """`lint --nproc-per-node N`: one Report for the script: rank 0's (or the first rank's that has one), with
+    every finding of every rank and the cross-rank ones, and each failed rank's errors named by rank."""
+    from cgtool.model.report import WORKER_FAILED, ErrorRecord
+
+    job = Job(job.kind, job.script, job.entry, dist_settings(job.settings, timeout, warmup_given=False),
+              job.force_cpu, job.work_dir)
+    dist, _outcome = run_distributed(job, nproc, timeout)
+    first = next((r.report for r in dist.ranks if r.report is not None), None)
+    report = Report(job.script, job.entry, status=first.status if first else WORKER_FAILED,
+                    device=first.device if first else "cpu")
+    report.findings = dist.all_findings()
+    report.errors = list(dist.errors)
+    for r in dist.ranks:
+        for e in r.report.errors if r.report else ():
+            report.errors.append(ErrorRecord(e.phase, e.type, f"rank {r.rank}: {e.message}", e.frames, e.cuda_error))
+    return report
