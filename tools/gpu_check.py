@@ -2,7 +2,7 @@
 
 Sections: GPU tests · capture of every sample (vs the driver's DOT) · performance bars · failed
 capture · lint of samples/ (hazards by category and line) · bench accuracy, repeatability, cost,
-sweep, compare. Artifacts go to $OUT (or ./gpu-check-out).
+sweep, compare · distributed (tools/gpu_check_dist.py; `bash tools/gpu_check.sh distributed`). Artifacts go to $OUT (or ./gpu-check-out).
 """
 
 from __future__ import annotations
@@ -125,6 +125,8 @@ def section_lint() -> None:
     lines = []
     for s in data["scripts"]:
         path = s["path"]
+        if os.sep + "distributed" + os.sep in os.path.abspath(path):
+            continue  # need --nproc-per-node: the "distributed" section runs them
         exp = markers(os.path.join(ROOT, path) if not os.path.isabs(path) else path)
         found = {(f["line"], f["rule"]): f for f in s["findings"]}
         errs = [f for f in s["findings"] if f["severity"] == "error"]
@@ -264,13 +266,20 @@ def section_overhead() -> None:
         f"{d['tracer_start_s']:.2f} s + checks {d['checks_s']:.2f} s; tracer_error {d['tracer_error']}")
 
 
+def section_distributed() -> None:
+    from tools.gpu_check_dist import section
+
+    section(ROOT, OUT, WORK, row, markers)
+
+
 def main() -> int:
-    sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "overhead", "bench", "dot"]
+    sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "overhead", "bench", "dot", "distributed"]
     import torch
 
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}", flush=True)
     funcs = {"tests": section_tests, "capture": section_capture, "failed": section_failed_capture,
-             "lint": section_lint, "overhead": section_overhead, "bench": section_bench, "dot": section_dot}
+             "lint": section_lint, "overhead": section_overhead, "bench": section_bench, "dot": section_dot,
+             "distributed": section_distributed}
     for s in sections:
         t0 = time.perf_counter()
         try:

@@ -12,6 +12,10 @@ from cgtool.model.report import ErrorRecord, Report
 
 DIST_SCHEMA_VERSION = 1
 
+# NVLink multicast stays off in every rank cgtool starts (the launcher's environment and each rank's own): a
+# program that uses it can take a shared host's GPUs out of service. Set, never unset (docs/distributed.md).
+MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
+
 # RankResult.ended values
 FINISHED = "finished"  # the rank wrote its report
 STOPPED = "stopped"  # killed (by the launcher after another rank failed, or by cgtool's timeout) before its report

@@ -15,10 +15,8 @@ from typing import Any, Callable, Iterator
 
 from cgtool.model.job import Job
 from cgtool.model.phase_log import PhaseLog
+from cgtool.model.ranks import MULTICAST_OFF
 
-# NVLink multicast stays off in every rank cgtool starts: a program that uses it can take a shared host's
-# GPUs out of service. Set, never unset (docs/distributed.md).
-MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 NCCL_ENV = ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "NCCL_ASYNC_ERROR_HANDLING", "TORCH_NCCL_BLOCKING_WAIT",
             "NCCL_BLOCKING_WAIT", "TORCH_NCCL_ENABLE_MONITORING", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC",
             *MULTICAST_OFF)

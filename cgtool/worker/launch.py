@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cgtool.model.job import Job
-from cgtool.model.ranks import FINISHED, NOT_STARTED, STOPPED, Collective, DdpWrap, RankResult
+from cgtool.model.ranks import MULTICAST_OFF, FINISHED, NOT_STARTED, STOPPED, Collective, DdpWrap, RankResult
 from cgtool.model.report import Report
-from cgtool.pipeline.rank_job import MULTICAST_OFF
 
 OUTPUT_TAIL_CHARS = 4000
 
