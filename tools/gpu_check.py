@@ -125,8 +125,8 @@ def section_lint() -> None:
     lines = []
     for s in data["scripts"]:
         path = s["path"]
-        if os.sep + "distributed" + os.sep in os.path.abspath(path):
-            continue  # need --nproc-per-node: the "distributed" section runs them
+        if f"{os.sep}distributed{os.sep}" in os.path.abspath(path):
+            continue  # they need --nproc-per-node: the "distributed" section runs them
         exp = markers(os.path.join(ROOT, path) if not os.path.isabs(path) else path)
         found = {(f["line"], f["rule"]): f for f in s["findings"]}
         errs = [f for f in s["findings"] if f["severity"] == "error"]
@@ -266,12 +266,6 @@ def section_overhead() -> None:
         f"{d['tracer_start_s']:.2f} s + checks {d['checks_s']:.2f} s; tracer_error {d['tracer_error']}")
 
 
-def section_distributed() -> None:
-    from tools.gpu_check_dist import section
-
-    section(ROOT, OUT, WORK, row, markers)
-
-
 def main() -> int:
     sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "overhead", "bench", "dot", "distributed"]
     import torch
@@ -279,7 +273,7 @@ def main() -> int:
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}", flush=True)
     funcs = {"tests": section_tests, "capture": section_capture, "failed": section_failed_capture,
              "lint": section_lint, "overhead": section_overhead, "bench": section_bench, "dot": section_dot,
-             "distributed": section_distributed}
+             "distributed": lambda: __import__("tools.gpu_check_dist").gpu_check_dist.section(ROOT, OUT, WORK, row, markers)}
     for s in sections:
         t0 = time.perf_counter()
         try:
