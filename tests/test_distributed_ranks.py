@@ -67,3 +67,17 @@ def test_hang_on_every_rank_is_killed_at_the_timeout(run_cli, tmp_path):
     assert wall < 25 + 20
     pids = [rk["facts"]["pid"] for rk in data["ranks"]]
     assert pids and not any(_alive(p) for p in pids), "a rank outlived cgtool"
+
+
+def test_under_the_users_torchrun(tmp_path):
+    """`torchrun --nproc-per-node 2 -m cgtool capture ...`: each rank runs itself, rank 0 merges."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+                        "-m", "cgtool", "capture", "--cpu", "--warmup", "2", "--timeout", "120", "-q",
+                        os.path.join(DIST, "tensor_parallel.py")], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=150, env=dict(os.environ, NO_COLOR="1"))
+    data = json.loads((tmp_path / "cgtool-out" / "tensor_parallel" / "report.json").read_text())
+    assert data["world_size"] == 2 and data["findings"] == [], r.stdout + r.stderr
+    assert [rk["summary"]["collectives"] for rk in data["ranks"]] == [{"warmup": 2, "capture": 1}] * 2
