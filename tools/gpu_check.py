@@ -2,7 +2,8 @@
 
 Sections: GPU tests · capture of every sample (vs the driver's DOT) · performance bars · failed
 capture · lint of samples/ (hazards by category and line) · bench accuracy, repeatability, cost,
-sweep, compare · partial capture (piecewise, module map). Artifacts go to $OUT (or ./gpu-check-out).
+sweep, compare · partial capture (piecewise, module map) · distributed (tools/gpu_check_dist.py;
+`bash tools/gpu_check.sh distributed`). Artifacts go to $OUT (or ./gpu-check-out).
 """
 
 from __future__ import annotations
@@ -127,6 +128,8 @@ def section_lint() -> None:
     lines = []
     for s in data["scripts"]:
         path = s["path"]
+        if f"{os.sep}distributed{os.sep}" in os.path.abspath(path):
+            continue  # they need --nproc-per-node: the "distributed" section runs them
         exp = markers(os.path.join(ROOT, path) if not os.path.isabs(path) else path)
         found = {(f["line"], f["rule"]): f for f in s["findings"]}
         errs = [f for f in s["findings"] if f["severity"] == "error"]
@@ -339,13 +342,14 @@ def section_partial() -> None:
 
 def main() -> int:
     sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "overhead", "bench", "dot", "realworld",
-                                "partial"]
+                                "partial", "distributed"]
     import torch
 
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}", flush=True)
     funcs = {"tests": section_tests, "capture": section_capture, "failed": section_failed_capture,
              "lint": section_lint, "overhead": section_overhead, "bench": section_bench, "dot": section_dot,
-             "realworld": lambda: section_realworld(row, cgtool, OUT, WORK), "partial": section_partial}
+             "realworld": lambda: section_realworld(row, cgtool, OUT, WORK), "partial": section_partial,
+             "distributed": lambda: __import__("tools.gpu_check_dist").gpu_check_dist.section(ROOT, OUT, WORK, row, markers)}
     for s in sections:
         t0 = time.perf_counter()
         try:

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from cgtool.commands.common import script_options
+from cgtool.commands.distributed import nproc_option
 
 
 def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
@@ -47,10 +48,11 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the bench JSON here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the bench JSON on stdout instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict (and problems).")
+@nproc_option
 def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s: float, ci_pct: float,
           iters: int | None, l2_flush: bool, sizes: list[int] | None, plot_path: str | None, baseline: str | None,
           fail_if_slower: float | None, piecewise: bool, modules_depth: int | None, out_file: str | None, as_json: bool,
-          quiet: bool) -> None:
+          quiet: bool, nproc: int | None) -> None:
     """Measure eager steps against graph replays of TARGET (script.py or script.py:function).
 
     \b
@@ -73,9 +75,20 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     \b
     Exit codes: 0 measured; 1 a size failed, or --fail-if-slower found a regression; 2 usage error;
     3 no CUDA device; 4 the worker crashed or timed out; 130 interrupted.
+
+    \b
+    --nproc-per-node N: every rank captures, then times eager and replay in lockstep (the same fixed
+    iterations on every rank: adaptive stopping would desynchronise the ranks' collectives); the
+    step time is the slowest rank's. Writes the merged report to cgtool-out/<stem>/ (docs/distributed.md).
     """
     from cgtool.commands.common import make_job
+    from cgtool.commands.distributed import capture_distributed, wants_distributed
     from cgtool.errors import CgtoolError, ExitCode
+
+    if wants_distributed(nproc):
+        job = make_job("capture", target, entry, warmup, settings={
+            "replay_check": False, "checks": False, "timing": True, "timing_per_block": iters or 50})
+        capture_distributed(job, nproc, timeout, None, as_json, quiet)
 
     if fail_if_slower is not None and not baseline:
         raise CgtoolError("--fail-if-slower needs --compare BASELINE.json", ExitCode.USAGE)

@@ -10,6 +10,7 @@ import tempfile
 import click
 
 from cgtool.commands.common import exit_code_for, make_job, run_with_progress, script_options
+from cgtool.commands.distributed import nproc_option
 
 
 @click.command(name="capture")
@@ -29,9 +30,10 @@ from cgtool.commands.common import exit_code_for, make_job, run_with_progress, s
               "and time graphing them (docs/partial.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line (and errors).")
+@nproc_option
 def capture(target: str, entry: str | None, warmup: int, timeout: float, capture_mode: str, out_dir: str | None,
             no_replay_check: bool, no_timing: bool, no_checks: bool, force_cpu: bool, piecewise: bool,
-            modules_depth: int | None, as_json: bool, quiet: bool) -> None:
+            modules_depth: int | None, as_json: bool, quiet: bool, nproc: int | None) -> None:
     """Capture one iteration of TARGET (script.py or script.py:function) as a CUDA graph.
 
     \b
@@ -60,6 +62,11 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     replay mismatch, error findings, the script raised); 2 usage or input error (missing file, syntax
     error, no entry function); 3 no CUDA device (the script ran on CPU only) or environment problem;
     4 the worker crashed or timed out; 130 interrupted.
+
+    \b
+    --nproc-per-node N: N ranks through torch.distributed.run, each captured on cuda:LOCAL_RANK (process
+    group formed by cgtool unless the script calls init_process_group; setup(device, rank, world_size)
+    gets its rank); report.json is the merged report, rank<r>/report.json each rank's (docs/distributed.md).
     """
     from cgtool.render.capture import render_report
     from cgtool.render.console import console
@@ -69,6 +76,10 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     job = make_job("capture", target, entry, warmup, force_cpu=force_cpu, settings={
         "capture_mode": capture_mode, "replay_check": not no_replay_check, "timing": not no_timing,
         "checks": not no_checks})
+    from cgtool.commands.distributed import capture_distributed, wants_distributed
+
+    if wants_distributed(nproc):
+        capture_distributed(job, nproc, timeout, out_dir, as_json, quiet)
     stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
     show = not (as_json or quiet)

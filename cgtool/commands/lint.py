@@ -23,8 +23,11 @@ from cgtool.model.lint_result import LINT_FORMATS
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               help="Scripts analysed in parallel (each in its own worker process).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the output to a file.")
+@click.option("--nproc-per-node", "nproc", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Analyse each script on N ranks (torch.distributed.run) and add the cross-rank checks (CG6xx).")
 def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignore: tuple[str, ...], entry: str,
-         warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int, output: str | None) -> None:
+         warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int, output: str | None,
+         nproc: int | None) -> None:
     """Check scripts (files, `script.py:fn`, or folders searched for scripts with a step()) for what
     breaks capture.
 
@@ -58,7 +61,7 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
 
         raise CgtoolError(f"warmup = {warm} in {config.path}: lint needs at least 2 warmup iterations to compare.")
     opts = LintOptions(entry=entry, warmup=warm, timeout=timeout or config.timeout or 300.0,
-                       select=sel, ignore=ign, force_cpu=force_cpu, jobs=jobs)
+                       select=sel, ignore=ign, force_cpu=force_cpu, jobs=jobs, nproc=nproc or 0)
     result = lint_paths(paths, opts)
     from cgtool.render.lint_formats import render_lint
 

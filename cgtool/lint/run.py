@@ -27,6 +27,7 @@ class LintOptions:
     ignore: tuple[str, ...] = ()
     force_cpu: bool = False
     jobs: int = 1
+    nproc: int = 0  # > 0: each script on this many ranks (cgtool/worker/distributed.py)
 
 
 def defines_function(path: str, name: str) -> bool:
@@ -78,6 +79,10 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None) -> ScriptRe
 
     job = Job(CAPTURE, os.path.abspath(path), entry or opts.entry, force_cpu=opts.force_cpu,
               settings={"warmup": opts.warmup, "timing": False, "checks": True, "replay_check": True})
+    if opts.nproc:
+        from cgtool.worker.distributed import lint_report
+
+        return script_result(path, lint_report(job, opts.nproc, opts.timeout), opts)
     outcome = run_job(job, opts.timeout)
     return script_result(path, report_from_outcome(job, outcome), opts)
 

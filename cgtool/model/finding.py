@@ -27,6 +27,7 @@ CATEGORIES = (
     "warmup",
     "capture-error",
     "empty-graph",
+    "distributed",
 )
 
 

@@ -61,6 +61,28 @@ RULES: tuple[Rule, ...] = (
          "Make sure the step runs its work on the CUDA device passed to setup/inputs."),
     Rule("CG503", "replay-mismatch", "error", "replay computes something different from eager on the same inputs",
          "Look for per-iteration host values, unregistered state, or work outside the capturing stream.", True),
+    # Distributed runs (--nproc-per-node): cgtool/checks/distributed.py compares the ranks.
+    Rule("CG601", "distributed", "error", "ranks call different collectives, or a different number of them: a real run deadlocks",
+         "Call the same collectives in the same order on every rank; keep rank-dependent work inside tensors "
+         "(masks, torch.where), never around a collective."),
+    Rule("CG602", "distributed", "error", "a collective issued during capture on a stream that is not capturing",
+         "Issue collectives on the capturing stream, or on a side stream forked from it "
+         "(side.wait_stream(torch.cuda.current_stream())) and joined back before the step returns.", True),
+    Rule("CG603", "distributed", "error", "a rank failed while the other ranks waited on its collectives",
+         "Fix the failing rank's own problem (its finding names the line); until then every real run of this "
+         "step hangs in the other ranks' collectives."),
+    Rule("CG604", "distributed", "error", "DistributedDataParallel constructed on the default stream: its capture fails",
+         "Construct DDP in a side-stream context: s = torch.cuda.Stream(); s.wait_stream(torch.cuda.current_stream()); "
+         "with torch.cuda.stream(s): model = DDP(model, ...)", True),
+    Rule("CG605", "distributed", "error", "fewer than 11 DDP-enabled warmup iterations before capture",
+         "Warm up at least 11 iterations on a side stream before capture (PyTorch's docs); --warmup 11, "
+         "cgtool's default for distributed runs."),
+    Rule("CG606", "distributed", "warning", "an NCCL error-handling setting that conflicts with capturing collectives",
+         "Unset TORCH_NCCL_BLOCKING_WAIT (it makes the host wait on collectives); PyTorch's docs ask for "
+         "TORCH_NCCL_ASYNC_ERROR_HANDLING=0 when capturing DDP."),
+    Rule("CG607", "distributed", "error", "the NCCL in use is too old to capture collectives (needs 2.9.6 or newer)",
+         "Install a PyTorch built with NCCL >= 2.9.6, or capture only the parts without collectives "
+         "(torch.cuda.make_graphed_callables before wrapping in DDP)."),
 )
 
 RULE_BY_ID = {r.id: r for r in RULES}

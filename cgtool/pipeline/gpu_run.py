@@ -20,6 +20,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     from cgtool.checks.capture import check_capture_failure, check_captured
     from cgtool.checks.verdict import judge
     from cgtool.pipeline.gpu_analysis import GpuAnalysis
+    from cgtool.pipeline.rank_gate import after_capture
 
     device = torch.device("cuda")
     n_warm = int(settings.get("warmup", 3))
@@ -31,12 +32,17 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         report.errors.append(failed.record)
         report.findings.extend(judge(analysis.findings(), CAPTURE_FAILED, failed.record, None))
         report.findings.extend(check_capture_failure(failed.record, report.findings))
+        frame = failed.record.user_frame
+        after_capture(False, f"capture failed at {frame.file}:{frame.line}" if frame else "capture failed")
         report.skipped.append("graph, replay check and timing: capture failed (the CUDA context is now unusable)")
         return None
     except ScriptRaised:
         report.findings.extend(analysis.findings())  # what ran before the step raised still counts
         raise
     report.findings.extend(analysis.findings())
+    blocked = after_capture(True)  # a distributed run: every rank captured? (None elsewhere)
+    if blocked:
+        report.skipped.append(blocked)
 
     progress.phase("read-graph")
     driver_dot = os.path.join(work_dir, "graph.driver.dot") if work_dir else None
@@ -55,13 +61,18 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         if driver_dot:
             report.outputs["graph.driver.dot"] = driver_dot
     inst_ms = instantiate(captured)
-    work = graph is None or bool(graph.nodes)  # an unreadable graph may still replay
+    work = (graph is None or bool(graph.nodes)) and not blocked  # an unreadable graph may still replay
     if settings.get("replay_check", True) and work:
         progress.phase("replay-check")
         report.replay = check_replay(script, captured, device, n_warm + 1)
     if settings.get("timing", True) and work:
         progress.phase("timing")
-        t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
+        if "world_size" in settings:  # a rank of a distributed run: the same iterations on every rank
+            from cgtool.pipeline.rank_timing import lockstep_timings
+
+            t = lockstep_timings(script, captured, per_block=int(settings.get("timing_per_block", 10)))
+        else:
+            t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
     report.findings = judge(report.findings, CAPTURED, None, report.replay)
     report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))

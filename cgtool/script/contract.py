@@ -69,13 +69,13 @@ class Script:
     def call_setup(self, device: Any, size: int | None = None) -> Args:
         if self.setup is None:
             return Args()
-        return Args.of(self.setup(device, **_size_kwarg(self.setup, size)), "setup")
+        return Args.of(self.setup(device, **_size_kwarg(self.setup, size), **_rank_kwargs(self.setup)), "setup")
 
     def call_inputs(self, i: int, device: Any, size: int | None = None) -> Args | None:
         """Inputs of iteration i, or None when the script has no inputs()."""
         if self.inputs is None:
             return None
-        return Args.of(self.inputs(i, device, **_size_kwarg(self.inputs, size)), "inputs")
+        return Args.of(self.inputs(i, device, **_size_kwarg(self.inputs, size), **_rank_kwargs(self.inputs)), "inputs")
 
     def call_step(self, state: Args, inputs: Args | None) -> Any:
         a = state if inputs is None else state + inputs
@@ -94,6 +94,19 @@ def _params(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
 
 def _size_kwarg(fn: Callable[..., Any], size: int | None) -> dict[str, int]:
     return {"size": size} if size is not None and "size" in _params(fn) else {}
+
+
+def _rank_kwargs(fn: Callable[..., Any]) -> dict[str, int]:
+    """rank= and world_size= for a setup/inputs that names them: the process group's when one is formed, else
+    torchrun's environment, else 0 and 1 (one process)."""
+    params = _params(fn)
+    if "rank" not in params and "world_size" not in params:
+        return {}
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        rank, world = dist.get_rank(), dist.get_world_size()
+    return {k: v for k, v in (("rank", rank), ("world_size", world)) if k in params}
 
 
 def parse_target(target: str, entry: str | None = None) -> tuple[str, str]:

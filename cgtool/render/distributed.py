@@ -1,0 +1,78 @@
+"""Console rendering of a distributed run (DistReport): one row per rank, the collectives per rank, the
+graphs' differences from rank 0, the cross-rank and per-rank findings, the step time; and its files."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cgtool.model.ranks import DistReport
+from cgtool.render.units import fmt_us
+
+
+def verdict_line(report: DistReport) -> str:
+    s = report.step
+    n = report.world_size
+    if s.get("speedup"):
+        return (f"{n} ranks captured; step (slowest rank) eager {fmt_us(s['eager_us'])} → replay "
+                f"{fmt_us(s['replay_us'])}: {s['speedup']:.1f}× faster")
+    failed = [r.rank for r in report.ranks if r.failed]
+    if failed:
+        return f"rank(s) {', '.join(map(str, failed))} of {n} did not capture"
+    return f"{n} ranks: {report.status}"
+
+
+def rank_table(report: DistReport) -> Table:
+    t = Table(title="ranks", title_justify="left")
+    for col in ("rank", "status", "ended", "nodes", "kernels", "NCCL kernels", "collectives", "replay", "eager",
+                "replay time", "speedup"):
+        t.add_column(col, justify="right" if col in ("rank", "nodes", "kernels", "speedup") else "left",
+                     overflow="fold")
+    for r in report.ranks:
+        s = r.summary
+        nccl = ", ".join(f"{k}×{v}" for k, v in (s.get("nccl_kernels") or {}).items()) or ("-" if "nodes" in s else "")
+        coll = " ".join(f"{p}:{c}" for p, c in (s.get("collectives") or {}).items())
+        t.add_row(str(r.rank), s.get("status", ""), f"{r.phase} ({r.exit})" if r.report is None else r.exit,
+                  str(s.get("nodes", "")), str(s.get("kernels", "")), escape(nccl[:60]), coll, s.get("replay", ""),
+                  fmt_us(s["eager_us"]) if "eager_us" in s else "", fmt_us(s["replay_us"]) if "replay_us" in s else "",
+                  f"{s['speedup']:.2f}×" if s.get("speedup") else "")
+    return t
+
+
+def render_dist_report(report: DistReport, out: Console, quiet: bool = False) -> None:
+    from cgtool.render.findings_console import render_errors, render_findings
+
+    if not quiet:
+        out.print(f"[bold]cgtool[/] {escape(report.script)}:{escape(report.entry)} on {report.world_size} ranks "
+                  f"[dim](torch.distributed.run, {report.wall_s:.1f} s)[/]")
+        out.print(rank_table(report))
+        for name, diff in report.graph_diffs.items():
+            rows = [r for r in diff["rows"] if r["delta"]]
+            if rows:
+                out.print(f"[bold]{name} vs rank 0:[/] " + ", ".join(
+                    f"{r['group']} {escape(r['name'])} {r['before']}→{r['after']}" for r in rows[:8]))
+            else:
+                out.print(f"[dim]{name}: the same graph as rank 0 (nodes, kinds, kernels)[/]")
+    findings = report.all_findings()
+    if findings:
+        render_findings(findings, out)
+    render_errors(report.errors, out)
+    for r in report.ranks:
+        if r.report is not None and r.report.errors:
+            out.print(f"[bold]rank {r.rank}:[/]")
+            render_errors(r.report.errors, out)
+    problems = bool(findings or report.errors) or any(r.failed for r in report.ranks)
+    out.print(f"[bold {'red' if problems else 'green'}]{escape(verdict_line(report))}[/]")
+
+
+def dist_files(report: DistReport) -> dict[str, str]:
+    """name → text of the files a distributed capture writes: report.json (merged) and rank<r>/report.json."""
+    files = {"report.json": json.dumps(report.to_json(), indent=1) + "\n"}
+    for r in report.ranks:
+        if r.report is not None:
+            files[os.path.join(f"rank{r.rank}", "report.json")] = json.dumps(r.report.to_json(), indent=1) + "\n"
+    return files

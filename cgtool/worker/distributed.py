@@ -1,0 +1,110 @@
+"""A distributed run from the parent's side: the job's distributed settings, then either N ranks started
+through torch.distributed.run (`--nproc-per-node N`) or, under a torchrun the user started, this process's
+own rank; the ranks' results merged into one DistReport."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any, Callable
+
+from cgtool.model.job import Job
+from cgtool.model.ranks import DistReport
+from cgtool.model.report import Report
+from cgtool.worker.launch import EventTail, LaunchOutcome, kill_tree, launch_env, launch_ranks, rank_result
+from cgtool.worker.merge import merge
+
+DDP_WARMUP = 11  # PyTorch's docs: at least 11 DDP-enabled warmup iterations before capture
+
+
+def under_torchrun() -> bool:
+    """True when this process is a rank of a launcher the user started (torchrun sets these)."""
+    return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK")) and "CGTOOL_RANK_CHILD" not in os.environ
+
+
+def dist_settings(settings: dict[str, Any], timeout: float, warmup_given: bool) -> dict[str, Any]:
+    """The settings every rank gets: collective timeout (a quarter of --timeout, 10-120 s) and, unless
+    --warmup was given, the 11 warmup iterations DDP needs."""
+    out = dict(settings)
+    out.setdefault("collective_timeout_s", max(10.0, min(120.0, timeout / 4)))
+    if not warmup_given:
+        out["warmup"] = max(int(out.get("warmup", 3)), DDP_WARMUP)
+    return out
+
+
+def run_distributed(job: Job, nproc: int, timeout: float,
+                    on_event: Callable[[int, dict[str, Any]], None] | None = None) -> tuple[DistReport, LaunchOutcome]:
+    """`--nproc-per-node N`: N ranks through torch.distributed.run, merged."""
+    with tempfile.TemporaryDirectory(prefix="cgtool-ranks-") as run_dir:
+        outcome = launch_ranks(job, nproc, timeout, run_dir, on_event)
+        return merge(job, outcome, job.settings), outcome
+
+
+def run_as_rank(job: Job, timeout: float,
+                on_event: Callable[[int, dict[str, Any]], None] | None = None) -> tuple[DistReport | None, LaunchOutcome]:
+    """Under the user's torchrun: run this rank (in a child, as always) in a folder shared by the ranks of
+    this run on this host; rank 0 waits for the others' results and merges (the others return None)."""
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    run_id = f"{os.environ.get('TORCHELASTIC_RUN_ID', 'none')}-{os.environ.get('MASTER_PORT', '0')}"
+    run_dir = os.path.join(tempfile.gettempdir(), f"cgtool-ranks-{os.getuid()}-{run_id}")
+    os.makedirs(run_dir, exist_ok=True)
+    job_path = os.path.join(run_dir, f"job.rank{rank}.json")
+    with open(job_path, "w") as fh:
+        import json
+
+        json.dump(job.to_json(), fh)
+    cmd = [sys.executable, "-m", "cgtool.worker.rank_child", job_path, run_dir]
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
+                            env=dict(launch_env(job), CGTOOL_RANK_CHILD="1"))
+    tail = EventTail(os.path.join(run_dir, f"rank{rank}.events.jsonl"))
+    outcome = LaunchOutcome([], cmd)
+    try:
+        while proc.poll() is None and time.monotonic() - t0 < timeout:
+            for event in tail.poll():
+                if on_event is not None:
+                    on_event(rank, event)
+            time.sleep(0.1)
+        if proc.poll() is None:
+            kill_tree(proc, set())
+            outcome.failure, outcome.message = "timeout", f"rank {rank} ran past --timeout {timeout:g} s and was killed"
+    except KeyboardInterrupt:
+        kill_tree(proc, set())
+        outcome.failure, outcome.message = "interrupted", "Interrupted (Ctrl-C)"
+    tail.poll()
+    outcome.returncode = proc.returncode
+    if rank != 0:
+        outcome.ranks = [rank_result(rank, run_dir, tail.events, proc.returncode, outcome.failure)]
+        return None, outcome
+    deadline = time.monotonic() + max(5.0, timeout - (time.monotonic() - t0))
+    while time.monotonic() < deadline and not all(
+            os.path.exists(os.path.join(run_dir, f"done.rank{r}")) for r in range(world)):
+        time.sleep(0.1)
+    tails = [EventTail(os.path.join(run_dir, f"rank{r}.events.jsonl")) for r in range(world)]
+    for t in tails:
+        t.poll()
+    outcome.ranks = [rank_result(r, run_dir, tails[r].events, None, outcome.failure) for r in range(world)]
+    outcome.wall_s = time.monotonic() - t0
+    return merge(job, outcome, job.settings), outcome
+
+
+def lint_report(job: Job, nproc: int, timeout: float) -> Report:
+    """`lint --nproc-per-node N`: one Report for the script: rank 0's (or the first rank's that has one), with
+    every finding of every rank and the cross-rank ones, and each failed rank's errors named by rank."""
+    from cgtool.model.report import WORKER_FAILED, ErrorRecord
+
+    job = Job(job.kind, job.script, job.entry, dist_settings(job.settings, timeout, warmup_given=False),
+              job.force_cpu, job.work_dir)
+    dist, _outcome = run_distributed(job, nproc, timeout)
+    first = next((r.report for r in dist.ranks if r.report is not None), None)
+    report = Report(job.script, job.entry, status=first.status if first else WORKER_FAILED,
+                    device=first.device if first else "cpu")
+    report.findings = dist.all_findings()
+    report.errors = list(dist.errors)
+    for r in dist.ranks:
+        for e in r.report.errors if r.report else ():
+            report.errors.append(ErrorRecord(e.phase, e.type, f"rank {r.rank}: {e.message}", e.frames, e.cuda_error))
+    return report

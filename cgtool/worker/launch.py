@@ -1,0 +1,247 @@
+"""Start N ranks through PyTorch's own launcher (`python -m torch.distributed.run`, torchrun's elastic agent)
+and always come back: a wall timeout that kills the launcher and every rank it started (ranks run in their
+own sessions, so the whole process tree is found through /proc and killed, not only the launcher's group),
+Ctrl-C the same way, and per rank what its files recorded (cgtool/pipeline/rank_job.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from cgtool.model.job import Job
+from cgtool.model.ranks import FINISHED, MULTICAST_OFF, NOT_STARTED, STOPPED, Collective, DdpWrap, RankResult
+from cgtool.model.report import Report
+
+OUTPUT_TAIL_CHARS = 4000
+
+
+@dataclass
+class LaunchOutcome:
+    ranks: list[RankResult]
+    command: list[str]
+    failure: str | None = None  # "timeout", "interrupted", "launcher" (it ended with no rank result) or None
+    message: str = ""
+    returncode: int | None = None
+    wall_s: float = 0.0
+    launcher_output: str = ""
+    leftover: list[int] = field(default_factory=list)  # rank processes still alive after the launcher ended
+
+
+def launcher_command(nproc: int, job_path: str, run_dir: str) -> list[str]:
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
+            "--nproc-per-node", str(nproc), "--max-restarts", "0", "--monitor-interval", "0.1",
+            "-m", "cgtool.worker.rank_child", job_path, run_dir]
+
+
+def launch_env(job: Job) -> dict[str, str]:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **MULTICAST_OFF)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    if job.force_cpu:
+        env["CUDA_VISIBLE_DEVICES"] = ""  # --cpu: gloo ranks, no GPU touched
+    return env
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, grandchildren, ...), from /proc; [] where /proc is missing."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+
+
+def kill_tree(proc: subprocess.Popen, known: set[int]) -> None:
+    """SIGKILL the launcher, every process below it and every rank pid seen, with their process groups."""
+    pids = set(known) | set(descendants(proc.pid))
+    for pid in [proc.pid, *pids]:
+        for kill in (lambda p: os.killpg(p, signal.SIGKILL), lambda p: os.kill(p, signal.SIGKILL)):
+            try:
+                kill(pid)
+            except (ProcessLookupError, PermissionError, OSError):
+                pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+class EventTail:
+    """Reads a rank's events file as it grows."""
+
+    def __init__(self, path: str) -> None:
+        self.path, self.pos, self.events = path, 0, []
+
+    def poll(self) -> list[dict[str, Any]]:
+        try:
+            with open(self.path) as fh:
+                fh.seek(self.pos)
+                chunk = fh.read()
+        except OSError:
+            return []
+        complete = chunk[: chunk.rfind("\n") + 1]
+        self.pos += len(complete.encode())
+        new = []
+        for line in complete.splitlines():
+            try:
+                new.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        self.events += new
+        return new
+
+
+def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
+                 on_event: Callable[[int, dict[str, Any]], None] | None = None) -> LaunchOutcome:
+    """Run `job` on `nproc` ranks; never raises for the ranks' failures and never outlives `timeout`."""
+    os.makedirs(run_dir, exist_ok=True)
+    job_path = os.path.join(run_dir, "job.json")
+    with open(job_path, "w") as fh:
+        json.dump(job.to_json(), fh)
+    cmd = launcher_command(nproc, job_path, run_dir)
+    tails = [EventTail(os.path.join(run_dir, f"rank{r}.events.jsonl")) for r in range(nproc)]
+    known: set[int] = set()
+    outcome = LaunchOutcome([], cmd)
+    t0 = time.monotonic()
+    with open(os.path.join(run_dir, "launcher.log"), "wb") as log:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, env=launch_env(job))
+
+    def pump() -> None:
+        for r, tail in enumerate(tails):
+            for event in tail.poll():
+                if "start" in event:
+                    known.add(int(event["start"]["pid"]))
+                if on_event is not None:
+                    try:
+                        on_event(r, event)
+                    except Exception:  # noqa: BLE001 - a display problem must not lose the run
+                        pass
+
+    try:
+        while proc.poll() is None:
+            pump()
+            known.update(descendants(proc.pid))
+            if time.monotonic() - t0 > timeout:
+                kill_tree(proc, known)
+                outcome.failure = "timeout"
+                outcome.message = f"the ranks ran past --timeout {timeout:g} s; cgtool killed the launcher and every rank"
+                break
+            time.sleep(0.1)
+    except KeyboardInterrupt:
+        kill_tree(proc, known)
+        outcome.failure = "interrupted"
+        outcome.message = "Interrupted (Ctrl-C); cgtool killed the launcher and every rank"
+    pump()
+    outcome.leftover = [p for p in known if _alive(p)]
+    if outcome.leftover:  # the launcher left a rank behind: it must not outlive cgtool
+        kill_tree(proc, set(outcome.leftover))
+    outcome.returncode = proc.returncode
+    outcome.wall_s = time.monotonic() - t0
+    outcome.launcher_output = _tail(os.path.join(run_dir, "launcher.log"))
+    exits = _exit_codes(outcome.launcher_output)
+    outcome.ranks = [rank_result(r, run_dir, tails[r].events, exits.get(r), outcome.failure) for r in range(nproc)]
+    if outcome.failure is None and not any(r.report for r in outcome.ranks):
+        outcome.failure = "launcher"
+        outcome.message = (f"torch.distributed.run ended ({_describe(proc.returncode)}) before any rank wrote a result; "
+                           "its output is in the report")
+    return outcome
+
+
+def rank_result(rank: int, run_dir: str, events: list[dict[str, Any]], code: int | None,
+                 failure: str | None) -> RankResult:
+    res = RankResult(rank)
+    for e in events:
+        if e.get("phase"):
+            res.phase = e["phase"]
+        elif "collective" in e:
+            res.collectives.append(Collective.from_json(e["collective"]))
+        elif "ddp" in e:
+            res.ddp.append(DdpWrap.from_json(e["ddp"]))
+        elif "facts" in e:
+            res.facts = dict(e["facts"])
+        elif "start" in e:
+            res.ended = STOPPED
+    try:
+        with open(os.path.join(run_dir, f"rank{rank}.json")) as fh:
+            data = json.load(fh)
+        res.report = Report.from_json(data["report"])
+        res.facts = data.get("facts") or res.facts
+        res.ended = FINISHED
+    except (OSError, ValueError, KeyError):
+        pass
+    res.output = _tail(os.path.join(run_dir, f"rank{rank}.log"))
+    if res.report is not None:
+        res.report.script_output = res.output
+    if code is not None:
+        res.exit = _describe(code)
+    elif res.ended == STOPPED:
+        res.exit = "killed by cgtool (timeout)" if failure == "timeout" else "stopped by the launcher"
+    elif res.ended == NOT_STARTED:
+        res.exit = "never started"
+    else:
+        res.exit = "finished"
+    return res
+
+
+def _exit_codes(text: str) -> dict[int, int]:
+    """rank → exit code from torch.distributed.run's failure summary (`rank : 1 (local_rank: 1)` / `exitcode : -9`)."""
+    out = {}
+    for m in re.finditer(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)", text):
+        out[int(m.group(1))] = int(m.group(2))
+    return out
+
+
+def _describe(code: int | None) -> str:
+    if code is None:
+        return "no exit status"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit {code}"
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - OUTPUT_TAIL_CHARS))
+            return fh.read().decode(errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,126 @@
+"""The cross-rank checks, the merge and the distributed report on plain records (no processes)."""
+
+from __future__ import annotations
+
+import json
+
+from cgtool.checks.distributed import check_distributed
+from cgtool.graph.model import Graph
+from cgtool.model.frame import Frame
+from cgtool.model.job import Job
+from cgtool.model.ranks import FINISHED, STOPPED, Collective, DdpWrap, DistReport, RankResult
+from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report, Timings
+from cgtool.worker.launch import LaunchOutcome, descendants, launcher_command
+from cgtool.worker.merge import merge, nccl_kernels
+
+S = "/x/step.py"
+
+
+def fr(line: int) -> Frame:
+    return Frame(S, line, "step", f"line {line}")
+
+
+def coll(it: int, i: int, op: str, line: int, phase: str = "warmup", capturing: bool | None = False) -> Collective:
+    return Collective(i, phase, op, "float32[4]", capturing, fr(line), it)
+
+
+def rank(r: int, colls: list[Collective], status: str = CAPTURED, **kw) -> RankResult:
+    return RankResult(r, Report(S, "step", status=status, device="cuda"), FINISHED, "timing", "finished", colls, **kw)
+
+
+def rules(findings):
+    return [(f.rule, f.line) for f in findings]
+
+
+def test_same_collectives_on_every_rank_find_nothing():
+    seq = [coll(i, 0, "all_reduce", 10) for i in range(3)] + [coll(3, 0, "all_reduce", 10, "capture", True)]
+    assert check_distributed([rank(0, seq), rank(1, list(seq))], warmup=3) == []
+
+
+def test_rank_dependent_collective_is_named_at_its_line():
+    r0 = [coll(0, 0, "all_reduce", 10), coll(0, 1, "all_reduce", 12), coll(1, 2, "all_reduce", 10)]
+    r1 = [coll(0, 0, "all_reduce", 10), coll(1, 1, "all_reduce", 10)]
+    found = check_distributed([rank(0, r0), rank(1, r1)], warmup=3)
+    assert rules(found) == [("CG601", 12)]
+    assert "rank 1 calls no collective" in found[0].message and "warmup iteration 0" in found[0].message
+
+
+def test_different_op_order_is_a_mismatch():
+    r0 = [coll(3, 0, "all_reduce", 10, "capture", True), coll(3, 1, "broadcast", 11, "capture", True)]
+    r1 = [coll(3, 0, "broadcast", 11, "capture", True), coll(3, 1, "all_reduce", 10, "capture", True)]
+    found = check_distributed([rank(0, r0), rank(1, r1)], warmup=3)
+    assert rules(found) == [("CG601", 10)] and "the capture iteration" in found[0].message
+
+
+def test_a_stuck_rank_is_not_blamed_for_iterations_it_never_reached():
+    r0 = [coll(i, 0, "all_reduce", 10) for i in range(3)]
+    r1 = [coll(0, 0, "all_reduce", 10)]  # stuck in iteration 0 (its later iterations never ran)
+    stopped = RankResult(1, None, STOPPED, "warmup", "killed by SIGKILL", r1)
+    assert [f.rule for f in check_distributed([rank(0, r0), stopped], warmup=3)] == ["CG603"]
+
+
+def test_collective_on_a_non_capturing_stream():
+    seq = [coll(3, 0, "all_reduce", 14, "capture", capturing=False)]
+    assert rules(check_distributed([rank(0, seq), rank(1, list(seq))], warmup=3)) == [("CG602", 14)]
+
+
+def test_one_rank_failing_names_rank_and_line():
+    failed = Report(S, "step", status=CAPTURE_FAILED, device="cuda")
+    failed.errors.append(ErrorRecord("capture", "RuntimeError", "operation not permitted", (fr(18),),
+                                     "cudaErrorStreamCaptureUnsupported"))
+    r1 = RankResult(1, failed, FINISHED, "capture", "exit 1")
+    r0 = RankResult(0, None, STOPPED, "replay-check", "killed by SIGTERM")
+    found = check_distributed([r0, r1], warmup=3)
+    assert rules(found) == [("CG603", 18)]
+    assert "rank 1 capture failed" in found[0].message and "rank 0 stopped in replay-check" in found[0].message
+
+
+def test_every_rank_failing_alone_is_not_cg603():
+    reports = []
+    for r in range(2):
+        rep = Report(S, "step", status=CAPTURE_FAILED, device="cuda")
+        rep.errors.append(ErrorRecord("capture", "RuntimeError", "x", (fr(5),)))
+        reports.append(RankResult(r, rep, FINISHED, "capture", "exit 1"))
+    assert check_distributed(reports, warmup=11) == []
+
+
+def test_ddp_on_default_stream_and_short_warmup():
+    ddp = [DdpWrap(fr(7), on_default_stream=True)]
+    found = check_distributed([rank(0, [], ddp=ddp), rank(1, [], ddp=list(ddp))], warmup=3)
+    assert rules(found) == [("CG604", 7), ("CG605", 7)]
+    side = [DdpWrap(fr(7), on_default_stream=False)]
+    assert check_distributed([rank(0, [], ddp=side), rank(1, [], ddp=side)], warmup=11) == []
+
+
+def test_nccl_version_and_blocking_wait():
+    facts = {"backend": "nccl", "nccl": "2.8.4", "env": {"TORCH_NCCL_BLOCKING_WAIT": "1"}}
+    found = check_distributed([rank(0, [], facts=facts), rank(1, [], facts=facts)], warmup=11)
+    assert sorted(f.rule for f in found) == ["CG606", "CG607"]
+    ok = {"backend": "nccl", "nccl": "2.28.9", "env": {"NCCL_NVLS_ENABLE": "0"}}
+    assert check_distributed([rank(0, [], facts=ok)], warmup=11) == []
+
+
+def test_merge_takes_the_slowest_rank_and_counts_nccl_kernels():
+    g = Graph.from_json({"source": "cuda", "nodes": [
+        {"id": 0, "kind": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL"},
+        {"id": 1, "kind": "kernel", "name": "gemm"}], "edges": [[1, 0]]})
+    ranks = []
+    for r, (eager, replay) in enumerate([(100.0, 20.0), (120.0, 25.0)]):
+        rr = rank(r, [])
+        rr.report.graph = g
+        rr.report.timings = Timings(eager, replay, 60)
+        ranks.append(rr)
+    rep = merge(Job("capture", S, "step"), LaunchOutcome(ranks, ["torchrun"]), {"warmup": 11})
+    assert rep.step["eager_us"] == 120.0 and rep.step["replay_us"] == 25.0 and rep.step["slowest_eager_rank"] == 1
+    assert rep.ranks[0].summary["nccl_kernels"] == {"ncclDevKernel_AllReduce_Sum_f32_RING_LL": 1}
+    assert rep.graph_diffs["rank 1"]["growth_pct"] == 0.0
+    assert nccl_kernels(g) == {"ncclDevKernel_AllReduce_Sum_f32_RING_LL": 1}
+    again = DistReport.from_json(json.loads(json.dumps(rep.to_json())))
+    assert again.to_json() == rep.to_json()
+
+
+def test_launcher_is_pytorchs_own():
+    cmd = launcher_command(4, "/j.json", "/run")
+    assert cmd[1:3] == ["-m", "torch.distributed.run"] and "--nproc-per-node" in cmd and "4" in cmd
+    assert cmd[cmd.index("-m", 3) + 1] == "cgtool.worker.rank_child"
+    assert descendants(999999999) == []
