@@ -188,3 +188,18 @@ def test_separating_branch(tmp_path):
     assert _separating_branch(str(src), 4, 6) == 3
     assert _separating_branch(str(src), 8, 9) == 7
     assert _separating_branch(str(src), 2, 9) is None
+
+
+def test_the_steady_state_is_the_later_warmup_iterations():
+    from cgtool.checks.common import compared_iterations
+    from cgtool.model.trace import Iteration, OpRecord, Trace
+
+    def trace(n: int) -> Trace:
+        op = OpRecord("aten", "aten.mm", frame=0)
+        its = [Iteration(i, "warmup", [op]) for i in range(n)] + [Iteration(n, "capture", [op])]
+        return Trace(iterations=its)
+
+    assert [it.index for it in compared_iterations(trace(2))] == [0, 1]
+    assert [it.index for it in compared_iterations(trace(3))] == [1, 2]
+    assert [it.index for it in compared_iterations(trace(4))] == [2, 3]
+    assert [it.index for it in compared_iterations(trace(11))] == [5, 6, 7, 8, 9, 10]  # the capture is never compared

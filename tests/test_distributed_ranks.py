@@ -54,7 +54,7 @@ def test_rank_dependent_collective_found_exit_1(run_cli, tmp_path):
 
 
 def test_hang_on_every_rank_is_killed_at_the_timeout(run_cli, tmp_path):
-    path = os.path.join(ROOT, "tests", "data", "scripts", "dist", "hangs_everywhere.py")
+    path = os.path.join(ROOT, "tests", "data", "scripts", "ranks", "hangs_everywhere.py")
     t0 = time.monotonic()
     r = run_cli("capture", "--nproc-per-node", "2", "--cpu", "--warmup", "1", "--timeout", "25", path, "--json",
                 "--out", tmp_path / "o", timeout=90)

@@ -69,13 +69,17 @@ def library_place(f: Frame) -> str:
 
 
 def compared_iterations(trace: Trace) -> list[Iteration]:
-    """The steady state: warmup iterations that completed, without the first when two or more remain
-    after it (the first does one-time work: lazy init, optimizer state, caches). Shapes and op sequences
-    are compared among these; the capture iteration is not, because capture-aware code legitimately runs
-    other ops while a stream captures. A trace with no warmup iteration compares what it has."""
+    """The steady state: the later half of the warmup iterations that completed, never the first when two
+    or more remain without it (with the default 3 warmups: iterations 1 and 2; with 11: iterations 5 to 10).
+    The first iterations do one-time work (lazy init, optimizer state, caches, DDP rebuilding its buckets
+    after iteration 1). Shapes and op sequences are compared among these; the capture iteration is not,
+    because capture-aware code legitimately runs other ops while a stream captures. A trace with no warmup
+    iteration compares what it has."""
     warm = [it for it in trace.iterations if it.phase != "capture"] or list(trace.iterations)
     done = [it for it in warm if it.error is None and it.ops]
-    return done[1:] if len(done) >= 3 else done
+    if len(done) < 3:
+        return done
+    return done[max(1, len(done) // 2):]
 
 
 @dataclass(frozen=True)
