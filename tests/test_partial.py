@@ -93,6 +93,84 @@ def test_verdict_names_every_option_with_its_measured_number():
                                             "`model.encoder`: 2.1×")
 
 
+def test_verdict_says_when_piecewise_is_slower_or_not_possible():
+    import dataclasses
+
+    from cgtool.model.partial import NOT_POSSIBLE
+    from cgtool.render.partial import partial_verdict
+
+    r = _measured()
+    r.piecewise = dataclasses.replace(r.piecewise, timings=Timings(189.0, 317.0, 50))
+    v = partial_verdict(r)
+    assert "piecewise: 2 graphs, 75% of kernels, 0.6× — slower than eager for this step" in v
+    assert "not recommended" in v and "faster than eager" not in v.split(";")[1]
+    r.piecewise = Piecewise(NOT_POSSIBLE, "m", note="piecewise not possible: Mutations on inputs with "
+                            "user-specified streams are not yet supported.")
+    assert "; piecewise not possible: Mutations on inputs" in partial_verdict(r)
+    assert Piecewise.from_json(json.loads(json.dumps(r.piecewise.to_json()))) == r.piecewise
+
+
+class _PybindLike:
+    """Like torch._C._CUDAGraph: __new__ ignores its arguments, __init__ builds the object."""
+
+    def __new__(cls, *args, **kwargs):
+        return super().__new__(cls)
+
+    def __init__(self, keep_graph=False):
+        self.keep_graph = keep_graph
+
+
+def test_kept_graphs_pass_keep_graph_to_init(monkeypatch):
+    import torch
+
+    from cgtool.capture.pieces import kept_graphs
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _PybindLike)
+    with kept_graphs() as made:
+        g = torch.cuda.CUDAGraph()
+    assert g.keep_graph is True and made == [g] and torch.cuda.CUDAGraph is _PybindLike
+    with kept_graphs(False) as made:
+        assert torch.cuda.CUDAGraph is _PybindLike and made == []
+
+
+def test_piecewise_reruns_without_kept_graphs_and_reports_torch_refusals(monkeypatch):
+    from cgtool.model.partial import NOT_POSSIBLE
+    from cgtool.model.phase_log import PhaseLog
+    from cgtool.pipeline import piecewise_job
+    from cgtool.script.contract import ScriptRaised
+
+    calls = []
+
+    def fake(script, settings, progress, keep):
+        calls.append(keep)
+        if keep:
+            raise RuntimeError("Expected curr_block->size == block_state.size to be true, but got false.")
+        return Piecewise(MEASURED, "m", note="1 dynamo graph(s)")
+
+    monkeypatch.setattr(piecewise_job, "_run_piecewise", fake)
+    p = piecewise_job.run_piecewise(None, {}, PhaseLog())
+    assert calls == [True, False] and p.status == MEASURED
+    assert p.note.startswith("the run that kept the pieces' graphs failed (RuntimeError: Expected curr_block")
+
+    def refused(script, settings, progress, keep):
+        calls.append(keep)
+        raise ScriptRaised("compile", RuntimeError("Mutations on inputs with user-specified streams are not yet "
+                                                   "supported. See: https://github.com/pytorch/pytorch/issues/172522"))
+
+    calls.clear()
+    monkeypatch.setattr(piecewise_job, "_run_piecewise", refused)
+    p = piecewise_job.run_piecewise(None, {}, PhaseLog())
+    assert calls == [True] and p.status == NOT_POSSIBLE
+    assert p.note.startswith("piecewise not possible: Mutations on inputs with user-specified streams")
+
+    def broken(script, settings, progress, keep):
+        raise ValueError("a cgtool bug")
+
+    monkeypatch.setattr(piecewise_job, "_run_piecewise", broken)
+    with pytest.raises(ValueError):
+        piecewise_job.run_piecewise(None, {}, PhaseLog())
+
+
 def test_dot_per_piece_written(tmp_path):
     from cgtool.render.outputs import write_outputs
 

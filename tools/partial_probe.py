@@ -55,9 +55,13 @@ def compiled() -> str:
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x, y = torch.randn(32, 64, device="cuda"), torch.randint(0, 10, (32,), device="cuda")
+    log: list[float] = []
+    # One eager step first, as cgtool's piecewise job warms up eagerly: SGD's momentum buffers are made lazily on
+    # the first step; made inside a compiled piece they are cudagraph-tree outputs that the next replay overwrites
+    # ("accessing tensor output of CUDAGraphs that has been overwritten", the first H100 run).
+    _step(model, opt, log, x, y)
     eb = ExplainWithBackend("cudagraphs")
     fn = torch.compile(_step, backend=eb)
-    log: list[float] = []
     with kept_graphs() as kept, skip_messages() as skips:
         for _ in range(4):
             torch.compiler.cudagraph_mark_step_begin()
@@ -87,8 +91,9 @@ def profiler() -> str:
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(32, 64, device="cuda"), torch.randint(0, 10, (32,), device="cuda")
-    fn = torch.compile(_step, backend="cudagraphs")
     log: list[float] = []
+    _step(model, opt, log, x, y)  # eager first (see compiled())
+    fn = torch.compile(_step, backend="cudagraphs")
 
     def run() -> None:
         torch.compiler.cudagraph_mark_step_begin()

@@ -38,7 +38,8 @@ class PiecedStep:
     compile_ms: float  # dynamo, the backend and the first recordings
     splits: list[SplitPoint] = field(default_factory=list)
     dynamo_graphs: int = 0  # FX graphs dynamo handed to the backend (forward pieces; backward graphs come from them)
-    kept: list[Any] = field(default_factory=list)  # the CUDAGraphs recorded, in recording order
+    kept: list[Any] = field(default_factory=list)  # the CUDAGraphs recorded that kept their graph, in order
+    made: int = 0  # CUDAGraphs made while recording (kept or not)
     skips: list[str] = field(default_factory=list)
 
     def run_eager(self, inputs: Args | None = None) -> Any:
@@ -51,8 +52,12 @@ class PiecedStep:
         return self.pieced.call_step(self.state, self.static_inputs if inputs is None else inputs)
 
 
-def prepare_pieced(script: Script, settings: dict[str, Any], log: PhaseLog, size: int | None = None) -> PiecedStep:
-    """setup → eager warmup on a side stream → compile and record the pieces on inputs(warmup)."""
+def prepare_pieced(script: Script, settings: dict[str, Any], log: PhaseLog, size: int | None = None,
+                   keep: bool = True) -> PiecedStep:
+    """setup → eager warmup on a side stream → compile and record the pieces on inputs(warmup). With `keep`, the
+    CUDAGraphs the cudagraph trees make keep their cudaGraph_t (to be read later); without, torch is left alone.
+    The eager warmup matters: state the step creates lazily (optimizer moments) is then made outside the pieces;
+    made inside one, it would be a graph output that the next replay overwrites."""
     import torch
 
     torch._dynamo.reset()
@@ -75,7 +80,7 @@ def prepare_pieced(script: Script, settings: dict[str, Any], log: PhaseLog, size
     step = PiecedStep(script, dataclasses.replace(script, step=compiled), state, static_inputs, stream, 0.0)
     log.phase("compile", 'torch.compile(step, backend="cudagraphs"): pieces recorded')
     t0 = time.perf_counter()
-    with kept_graphs() as kept, skip_messages() as skips:
+    with kept_graphs(keep) as kept, skip_messages() as skips:
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(RECORD_CALLS):
@@ -86,6 +91,7 @@ def prepare_pieced(script: Script, settings: dict[str, Any], log: PhaseLog, size
         torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()
     step.compile_ms = (time.perf_counter() - t0) * 1e3
+    step.made = len(kept)
     step.kept = [g for g in kept if _has_graph(g)]
     step.skips = list(dict.fromkeys(skips))
     step.splits = split_points(getattr(backend, "break_reasons", None))
@@ -128,11 +134,19 @@ def split_points(reasons: Any) -> list[SplitPoint]:
 
 
 @contextmanager
-def kept_graphs() -> Iterator[list[Any]]:
-    """While active, every torch.cuda.CUDAGraph made keeps its graph; yields the list of those made."""
+def kept_graphs(enabled: bool = True) -> Iterator[list[Any]]:
+    """While active, every torch.cuda.CUDAGraph made keeps its graph; yields the list of those made ([] and no
+    swap when not enabled).
+
+    torch._C._CUDAGraph is a pybind11 class: its `__new__` ignores arguments and `__init__` builds the C++ object,
+    and Python calls `__init__` with the caller's arguments (none, from cudagraph trees). So keep_graph=True must
+    go to `__init__`; passing it to `__new__` alone (the first GPU run) left every graph unkept."""
     import torch
 
     made: list[Any] = []
+    if not enabled:
+        yield made
+        return
     original = torch.cuda.CUDAGraph
 
     class KeptGraph(original):  # type: ignore[misc, valid-type]
@@ -143,6 +157,12 @@ def kept_graphs() -> Iterator[list[Any]]:
                 graph = super().__new__(cls, *args, **kwargs)
             made.append(graph)
             return graph
+
+        def __init__(self, keep_graph: bool = False, *args: Any, **kwargs: Any) -> None:
+            try:
+                super().__init__(True, *args, **kwargs)
+            except TypeError:  # a torch without keep_graph
+                super().__init__(*args, **kwargs)
 
     torch.cuda.CUDAGraph = KeptGraph
     try:

@@ -13,7 +13,7 @@ from cgtool.errors import ExitCode
 def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, settings: dict[str, Any],
                   out_file: str | None, as_json: bool, quiet: bool) -> None:
     from cgtool.model.job import PARTIAL, Job
-    from cgtool.model.partial import MEASURED, ModuleMap, Piecewise
+    from cgtool.model.partial import MEASURED, NOT_POSSIBLE, ModuleMap, Piecewise
     from cgtool.model.report import ErrorRecord
     from cgtool.render.console import console
 
@@ -50,5 +50,5 @@ def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, s
     if outcome.failure is not None:
         sys.exit(ExitCode.WORKER)
     measured = [x for x in (pieces, modules) if x is not None]
-    sys.exit(ExitCode.OK if measured and all(x.status == MEASURED for x in measured) and not d.get("errors")
+    sys.exit(ExitCode.OK if measured and all(x.status in (MEASURED, NOT_POSSIBLE) for x in measured) and not d.get("errors")
              else ExitCode.PROBLEMS)

@@ -15,6 +15,7 @@ from cgtool.model.report_parts import ErrorRecord, ReplayCheck, Timings
 MEASURED = "measured"  # ran on the GPU: pieces or modules graphed, replay checked, timed
 CPU_ONLY = "cpu-only"  # no GPU: what the CPU analysis shows (split points, modules whose ops carry error findings)
 FAILED = "failed"  # the attempt itself failed (see `error`)
+NOT_POSSIBLE = "not-possible"  # torch refuses to compile or record this step in pieces (note: torch's reason)
 
 # ModuleEntry.status
 GRAPHED = "graphed"  # captured on its own (GPU), replay of the whole step with it graphed matches eager
@@ -63,7 +64,7 @@ class Piece:
 class Piecewise:
     """The step run with its capturable stretches as CUDA graphs and the rest eager."""
 
-    status: str  # MEASURED, CPU_ONLY, FAILED
+    status: str  # MEASURED, CPU_ONLY, NOT_POSSIBLE, FAILED
     method: str  # how the step was split and measured
     splits: tuple[SplitPoint, ...] = ()
     pieces: tuple[Piece, ...] = ()

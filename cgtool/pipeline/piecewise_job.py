@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -11,10 +12,10 @@ from cgtool.bench.measure import Prepared, measure
 from cgtool.bench.result import BenchResult
 from cgtool.model.finding import Finding
 from cgtool.model.frame import Frame
-from cgtool.model.partial import CPU_ONLY, MEASURED, Piece, Piecewise, SplitPoint
+from cgtool.model.partial import CPU_ONLY, MEASURED, NOT_POSSIBLE, Piece, Piecewise, SplitPoint
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import Timings
-from cgtool.script.contract import Script
+from cgtool.script.contract import Script, ScriptRaised
 
 METHOD = ('torch.compile(step, backend="cudagraphs"): dynamo splits the step at its graph breaks and each piece '
           "(forward and backward) is recorded as a CUDA graph of the eager kernels (cudagraph trees); the rest runs "
@@ -33,18 +34,74 @@ def cpu_split_points(findings: list[Finding]) -> Piecewise:
         "speedup need a CUDA device"))
 
 
+# torch refusing to compile or record the step in pieces (not a cgtool failure): the message names torch's reason
+TORCH_REFUSALS = (
+    "not yet supported",  # "Mutations on inputs with user-specified streams are not yet supported" (torch 2.11)
+    "accessing tensor output of CUDAGraphs that has been overwritten",  # state kept from a piece's output
+    "curr_block->size == block_state.size",  # the trees' allocator checkpoint on a re-recording (torch 2.11)
+)
+# refusals that kept graphs might cause (the allocator's pool checkpoint): worth one run without them
+KEEP_SUSPECTS = ("curr_block->size == block_state.size",)
+
+
 def run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog) -> Piecewise:
-    """Compile and record the pieces, read them, profile one step's kernels, check replay, time eager vs pieced."""
+    """The pieced step with its graphs kept for reading; if that run fails, once more without keeping them (torch
+    left alone: counts from the profiler). A failure both times that is torch refusing the step is reported as
+    `not-possible` with torch's reason; anything else propagates (FAILED with the error)."""
+    try:
+        return _run_piecewise(script, settings, progress, keep=True)
+    except ScriptRaised as exc:
+        if exc.phase in ("setup", "inputs"):
+            raise
+        first: BaseException = exc.exc
+    except Exception as exc:  # noqa: BLE001 - torch.compile, the trees or reading the graphs
+        first = exc
+    import traceback
+
+    traceback.print_exception(type(first), first, first.__traceback__)
+    if _refused(first) and not any(r in str(first) for r in KEEP_SUSPECTS):
+        return _not_possible(first)  # torch's refusal of the step itself: a rerun would meet it again
+    progress.phase("retry", "piecewise again without keeping the pieces' graphs")
+    why = f"the run that kept the pieces' graphs failed ({type(first).__name__}: {_first_line(str(first))[:200]})"
+    try:
+        p = _run_piecewise(script, settings, progress, keep=False)
+    except ScriptRaised as exc:
+        if exc.phase in ("setup", "inputs") or not _refused(exc.exc):
+            raise
+        return _not_possible(exc.exc)
+    except Exception as exc:
+        if not _refused(exc):
+            raise
+        return _not_possible(exc)
+    return dataclasses.replace(p, note=f"{why}; rerun without them: {p.note}")
+
+
+def _refused(exc: BaseException) -> bool:
+    text = str(exc)
+    return any(r in text for r in TORCH_REFUSALS)
+
+
+def _not_possible(exc: BaseException) -> Piecewise:
+    """torch refused the step in pieces: its reason, nothing measured."""
+    reason = _first_line(str(exc)) or type(exc).__name__
+    return Piecewise(NOT_POSSIBLE, METHOD, note=f"piecewise not possible: {reason}")
+
+
+def _first_line(text: str) -> str:
+    return next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")[:400]
+
+
+def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog, keep: bool) -> Piecewise:
+    """Compile and record the pieces, profile one step's kernels, check replay, time eager vs pieced, and only
+    then read the kept graphs (a failure to read them leaves the pieces without graphs, never fails the run)."""
     import torch
 
     from cgtool.capture.compare_runs import compare_runs
     from cgtool.capture.pieces import prepare_pieced
 
-    step = prepare_pieced(script, settings, progress, settings.get("size"))
+    step = prepare_pieced(script, settings, progress, settings.get("size"), keep=keep)
     progress.phase("profile", "kernels in graphs and outside")
     split = profile_split(step.run_pieced, steps=3)
-    graphs = read_pieces(step.kept)
-    pieces = tuple(Piece(i + 1, k, us, _pair(graphs, i, k)) for i, (k, us) in enumerate(split.launches))
     replay = None
     if settings.get("replay_check", True):
         progress.phase("replay-check", "pieced step vs eager")
@@ -58,9 +115,16 @@ def run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog) 
         progress.phase("timing", "eager vs pieced")
         prep = Prepared({"eager": step.run_eager, "replay": step.run_pieced}, step.stream, step.compile_ms, 0.0, 0)
         timings = time_prepared(prep, script, settings, "the pieced step")
-    note = (f"{step.dynamo_graphs} dynamo graph(s), {len(step.kept)} CUDA graph(s) recorded; " +
-            ("pieces read through cuda-bindings" if any(p.graph for p in pieces) else
-             "the pieces' graphs could not be read (counts come from the profiler)"))
+    torch.cuda.synchronize()
+    graphs, read_error = read_pieces(step.kept) if keep else ([], "not kept")
+    pieces = tuple(Piece(i + 1, k, us, _pair(graphs, i, k)) for i, (k, us) in enumerate(split.launches))
+    if any(p.graph for p in pieces):
+        how = "pieces read through cuda-bindings"
+    elif not keep:
+        how = "the pieces' graphs were not kept (counts come from the profiler)"
+    else:
+        how = f"the pieces' graphs could not be read: {read_error or 'none matched a launch'} (counts come from the profiler)"
+    note = f"{step.dynamo_graphs} dynamo graph(s), {step.made} CUDA graph(s) made, {len(step.kept)} kept; {how}"
     return Piecewise(MEASURED, METHOD, tuple(step.splits), pieces, split.kernels_in_graphs, split.kernels_outside,
                      split.us_in_graphs, split.us_outside, tuple(split.outside[:10]), tuple(step.skips), replay,
                      timings, note=note)
@@ -86,15 +150,18 @@ def profile_split(fn: Callable[[], Any], steps: int = 3) -> Any:
             return split_kernels(json.load(fh))
 
 
-def read_pieces(kept: list[Any]) -> list[Any]:
-    """The kept CUDA graphs read through cuda-bindings (empty ones dropped); [] when they cannot be read."""
+def read_pieces(kept: list[Any]) -> tuple[list[Any], str]:
+    """The kept CUDA graphs read through cuda-bindings (empty ones dropped), and why not when they cannot be read
+    ("" when read, or nothing was kept)."""
+    if not kept:
+        return [], "no CUDAGraph kept its graph"
     try:
         from cgtool.graph.cuda import read_cuda_graph
 
         graphs = [read_cuda_graph(g.raw_cuda_graph()) for g in kept]
-    except Exception:  # cuda-bindings missing or too old for the driver
-        return []
-    return [g for g in graphs if g.nodes]
+    except Exception as exc:  # noqa: BLE001 - cuda-bindings missing or too old for the driver, a destroyed graph
+        return [], f"{type(exc).__name__}: {_first_line(str(exc))[:160]}"
+    return [g for g in graphs if g.nodes], ""
 
 
 def _pair(graphs: list[Any], index: int, kernels: int) -> Any:

@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cgtool.model.partial import CPU_ONLY, GRAPHED, MEASURED, ModuleMap, Piecewise
+from cgtool.model.partial import CPU_ONLY, GRAPHED, MEASURED, NOT_POSSIBLE, ModuleMap, Piecewise
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, Report
 from cgtool.render.units import fmt_us
 
@@ -21,6 +21,9 @@ def render_piecewise(p: Piecewise, out: Console) -> None:
         out.print("  no graph break: dynamo kept the step in one piece")
     if p.error is not None:
         out.print(f"  [red]failed:[/] {escape(p.error.label + p.error.message)}")
+    if p.status == NOT_POSSIBLE:
+        out.print(f"  [yellow]{escape(p.note)}[/]")
+        return
     if p.status != MEASURED:
         if p.note:
             out.print(f"  [dim]{escape(p.note)}[/]")
@@ -42,6 +45,8 @@ def render_piecewise(p: Piecewise, out: Console) -> None:
         ts = p.time_share
         out.print(f"  {share:.0%} of kernels in graphs" + (f", {ts:.0%} of kernel time" if ts is not None else ""))
     _replay_and_time(p.replay, p.timings, out, "pieced step")
+    if p.timings is not None and p.timings.speedup < 1.0:
+        out.print(f"  [yellow]{escape(SLOWER)}: not recommended[/]")
     if p.note:
         out.print(f"  [dim]{escape(p.note)}[/]")
 
@@ -79,6 +84,10 @@ def _replay_and_time(replay, timings, out: Console, what: str) -> None:  # noqa:
                   f"[bold]{timings.speedup:.2f}×[/] ({escape(timings.method)})")
 
 
+SLOWER = ("slower than eager for this step: its pieces are too small for graph replay to pay off (graph "
+          "launches and dynamo's guards between pieces cost more than the launches they save)")
+
+
 def partial_verdict(report: Report) -> str:
     """"whole step: fails at line 30 (`.item()`); piecewise: 2 graphs, 94% of kernels, 3.4× faster than eager;
     graphing `encoder` and `head`: 2.1×" — only measured numbers."""
@@ -88,11 +97,15 @@ def partial_verdict(report: Report) -> str:
         text = f"piecewise: {len(p.pieces)} graph{'s' if len(p.pieces) != 1 else ''}"
         if p.kernel_share is not None:
             text += f", {p.kernel_share:.0%} of kernels"
-        if p.timings is not None:
+        if p.timings is not None and p.timings.speedup < 1.0:
+            text += f", {p.timings.speedup:.1f}× — {SLOWER.split(' (', 1)[0]}; not recommended"
+        elif p.timings is not None:
             text += f", {p.timings.speedup:.1f}× faster than eager"
         if p.replay is not None and p.replay.status != "match":
             text += f" (replay {p.replay.status})"
         parts.append(text)
+    elif p is not None and p.status == NOT_POSSIBLE:
+        parts.append(p.note or "piecewise not possible")
     elif p is not None and p.status == CPU_ONLY:
         lines = sorted({s.frame.line for s in p.splits if s.frame})
         parts.append(f"piecewise: would split at line{'s' if len(lines) != 1 else ''} {', '.join(map(str, lines))}"
