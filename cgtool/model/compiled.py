@@ -11,12 +11,12 @@ from cgtool.model.frame import Frame
 
 # Event kinds
 SKIP = "skip"  # torch skipped CUDA graphs for a compiled graph (runs without them)
+PARTITION = "partition"  # graph_partition split a compiled graph: ops that run outside CUDA graphs
 RERECORD = "rerecord"  # a tree function recorded a new graph because an invariant changed
 PENDING_BACKWARD = "pending-backward"  # the fast path refused: outputs still waiting for backward
 OVERWRITTEN = "overwritten-output"  # an output read after a later replay overwrote it
-MARK_STEP = "mark-step-missing"  # warmup never ended / generations never advanced
 DYNAMIC_SHAPES = "dynamic-shapes"  # torch's warning: a new graph per distinct input size
-FALLBACKS = (PENDING_BACKWARD, OVERWRITTEN, MARK_STEP)
+FALLBACKS = (PENDING_BACKWARD, OVERWRITTEN)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from typing import Any
 from cgtool.model.compiled import (
     DYNAMIC_SHAPES,
     OVERWRITTEN,
+    PARTITION,
     PENDING_BACKWARD,
     RERECORD,
     SKIP,
@@ -89,7 +90,30 @@ def events_from_records(records: list[dict[str, Any]]) -> list[CompiledEvent]:
             m = _SIZES.search(message)
             reason = f"{m.group(1) if m else 'many'} distinct input sizes: a new graph for each"
             raw.append(CompiledEvent(DYNAMIC_SHAPES, reason, _short(message)))
-    return merge(raw)
+    return merge(raw + partition_events(records))
+
+
+def partition_events(records: list[dict[str, Any]]) -> list[CompiledEvent]:
+    """graph_partition's DEBUG records (scheduler): `    op1: reason=cpu ops, ir=...` per op left out of the
+    graphs, followed by `File "...", line N, in fn` and the source line when the op has a stack trace."""
+    out: list[CompiledEvent] = []
+    rows = [r for r in records if str(r.get("logger", "")).startswith("torch._inductor.scheduler")]
+    for n, r in enumerate(rows):
+        args = r.get("args") or []
+        if r.get("msg") != "    %s: %s" or len(args) < 2 or not str(args[1]).startswith("reason="):
+            continue
+        reason = str(args[1])[len("reason="):].split(", ir=")[0]
+        frame = None
+        for nxt in rows[n + 1:n + 3]:
+            if nxt.get("msg") != "         %s":
+                break
+            text = str((nxt.get("args") or [""])[0])
+            if frame is None:
+                frame = stack_frame(text)
+            elif frame.source == "":
+                frame = Frame(frame.file, frame.line, frame.function, text.strip())
+        out.append(CompiledEvent(PARTITION, f"graph split at {reason}", _short(r.get("message", "")), frame))
+    return out
 
 
 def merge(events: list[CompiledEvent]) -> list[CompiledEvent]:
