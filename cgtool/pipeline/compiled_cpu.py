@@ -47,7 +47,6 @@ def run_compiled_on_cpu(script: Script, settings: dict[str, Any], report: Report
     except Exception as exc:  # noqa: BLE001 - the script's own error, reported as such
         report.errors.append(error_record(phase, exc))
     report.status = SCRIPT_ERROR if report.errors else CPU_ONLY
-    run.notes.append(NOT_CHECKED)
     report.skipped.append(NOT_CHECKED)
     report.skipped.append("the tracer's checks (CG1xx-CG4xx): the step is compiled, so its eager ops are not what runs")
     return run
