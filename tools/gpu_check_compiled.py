@@ -88,7 +88,8 @@ def section(row: Callable, cgtool: Callable, out_dir: str, work: str) -> None:
                 and d.get("graph") is None and c.get("graphs_recorded") == 1,
                 f"status {d['status']}, {len(c.get('graphs', []))} graph(s), kernels {kernels[:4]}, CG101 {len(cg101)}")
     try:
-        by = {os.path.basename(s["path"]): {(f["line"], f["rule"]) for f in s["findings"]}
+        by = {os.path.basename(s["path"]): {(f["line"], f["rule"]) for f in s["findings"]
+                                            if os.path.basename(f.get("file") or "") == os.path.basename(s["path"])}
               for s in json.loads(lint.stdout)["scripts"]}
         same = [n for n in pairs if by.get(n) == pairs[n]]
         row("compiled: lint on the GPU gives capture's findings", len(same) == len(pairs),
