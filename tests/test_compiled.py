@@ -207,3 +207,31 @@ def test_cpu_path_runs_eagerly_and_lists_what_is_not_checked():
     assert rep.compiled is not None and not rep.compiled.observed and rep.compiled.iterations == 2
     assert rep.compiled.sites[0].line == 31 and rep.compiled.sites[0].mode == "reduce-overhead"
     assert any("CG701-CG704" in s for s in rep.skipped)
+
+
+def test_observer_hooks_collect_and_restore():
+    """The observer's log and warning hooks on this machine's torch (no CUDA: no keep_graph swap): a record on a
+    cudagraphs artifact logger and torch's pending-backward warning are kept; everything is restored after."""
+    import logging
+    import warnings
+
+    import torch._inductor.cudagraph_trees as cgt
+
+    from cgtool.capture.trees import TreesObserver
+
+    handle, show, impl = logging.Logger.handle, warnings.showwarning, cgt.cudagraphify_impl
+    with TreesObserver(keep_graph=False) as obs:
+        assert cgt.cudagraphify_impl is not impl
+        logging.getLogger("torch._inductor.cudagraph_trees.__cudagraphs").debug(
+            "[%s] Re-recording function=%s, reason=%s", "0/0", "partition_0", "static input data pointer changed.\n")
+        logging.getLogger("torch._inductor.cudagraph_utils.__cudagraphs").warning(
+            "skipping cudagraphs due to mutated inputs (1 instances). Found from : \n"
+            '   File "/x/s.py", line 25, in forward\n    x.mul_(0.5)\n')
+        for _ in range(2):
+            warnings.warn("Unable to hit fast path of CUDAGraphs because of pending, uninvoked backwards.")
+    assert logging.Logger.handle is handle and warnings.showwarning is show and cgt.cudagraphify_impl is impl
+    events = events_from_records(obs.records) + events_from_warnings(obs.warnings)
+    assert [(e.kind, e.reason) for e in events] == [
+        (RERECORD, "static input data pointer changed"), (SKIP, "mutated inputs (1 instances)"),
+        (PENDING_BACKWARD, "outputs of a previous call still wait for backward()")]
+    assert events[1].frame.line == 25 and events[2].count == 2
