@@ -1,6 +1,6 @@
 """gpu_check section `compiled`: the torch.compile samples (samples/compiled/) on the GPU.
 
-1. `cgtool capture` of every sample (4 at a time): a table per sample → graphs recorded, re-records, skips with
+1. `cgtool capture` of every sample (3 at a time, beside the lint run: timings are indicative): a table per sample → graphs recorded, re-records, skips with
    torch's reason and the user's line, share of kernels in graphs, timing three ways (eager, compiled without CUDA
    graphs, with them), observing cost; each `# expect:` marker found at its line, no error elsewhere.
 2. The earlier failure is gone: clean_inference's report shows torch.compile's own graphs (Triton kernels in the
@@ -56,10 +56,10 @@ def _fmt(d: dict) -> str:
 def section(row: Callable, cgtool: Callable, out_dir: str, work: str) -> None:
     t0 = time.perf_counter()
     scripts = sorted(glob.glob(os.path.join(SAMPLES, "*.py")))
-    with ThreadPoolExecutor(4) as pool:
+    with ThreadPoolExecutor(1) as lint_pool, ThreadPoolExecutor(3) as pool:  # lint alongside 3 captures at a time
+        lint_f = lint_pool.submit(cgtool, "lint", SAMPLES, "--format", "json", "-j", "2", "--timeout", "300",
+                                  timeout=600)
         results = list(pool.map(lambda p: _capture(cgtool, p, work), scripts))
-        lint_f = pool.submit(cgtool, "lint", SAMPLES, "--format", "json", "-j", "2", "--timeout", "300",
-                             timeout=600)
         lint = lint_f.result()
     log, costs, pairs = [], [], {}
     for path, d, text in results:
