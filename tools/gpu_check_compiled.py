@@ -17,12 +17,12 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
-from tests.expect_markers import markers  # noqa: E402
+from tests.expect_markers import markers
 
 SAMPLES = os.path.join(ROOT, "samples", "compiled")
 

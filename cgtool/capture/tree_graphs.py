@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from cgtool.capture.trees import tree_nodes
 from cgtool.graph.model import Graph
@@ -25,7 +26,7 @@ def read_tree_graphs(mgr: Any, work_dir: str | None) -> tuple[list[TreeGraph], l
         try:
             handle = int(g.raw_cuda_graph())
             graph = read_cuda_graph(handle)
-        except Exception as exc:  # noqa: BLE001 - not kept (keep_graph swap refused) or bindings missing
+        except Exception as exc:
             out.append(TreeGraph(gid, fid, 0, 0, error=f"{type(exc).__name__}: {str(exc)[:300]}"))
             continue
         dot = None
@@ -34,7 +35,7 @@ def read_tree_graphs(mgr: Any, work_dir: str | None) -> tuple[list[TreeGraph], l
             try:
                 write_driver_dot(handle, os.path.join(work_dir, name))
                 dot = os.path.join(work_dir, name)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 dot = None
         kernels = Counter(n.name for n in graph.nodes if n.kind == "kernel")
         out.append(TreeGraph(gid, fid, len(graph.nodes), sum(kernels.values()), tuple(kernels.most_common()), dot))

@@ -31,7 +31,7 @@ class TreesObserver:
         try:  # INFO/DEBUG of the cudagraphs artifact: recordings, re-record reasons
             torch._logging.set_logs(cudagraphs=True)
             self._undo.append(lambda: torch._logging.set_logs())
-        except Exception:  # noqa: BLE001 - an older torch without the artifact: warnings still arrive
+        except Exception:
             pass
         self._hook_logging()
         self._hook_warnings()
@@ -40,11 +40,11 @@ class TreesObserver:
             self._keep_graphs(torch)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         for undo in reversed(self._undo):
             try:
                 undo()
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
         self._undo.clear()
 
@@ -61,7 +61,7 @@ class TreesObserver:
                         "msg": record.msg if isinstance(record.msg, str) else repr(record.msg),
                         "args": [str(a) for a in record.args] if isinstance(record.args, tuple) else [],
                         "message": record.getMessage()[:20000]})
-                except Exception:  # noqa: BLE001 - never break the user's logging
+                except Exception:
                     pass
                 if record.levelno < logging.WARNING:
                     return None  # our DEBUG/INFO switch should not flood the user's stderr
@@ -127,7 +127,7 @@ class TreesObserver:
             g.replay()
             torch.cuda.synchronize()
             self.keep_graph_ok = bool(int(g.raw_cuda_graph())) and float(y.sum().item()) == 16.0
-        except Exception:  # noqa: BLE001
+        except Exception:
             self.keep_graph_ok = False
         if not self.keep_graph_ok:
             torch.cuda.CUDAGraph = orig
@@ -140,7 +140,7 @@ def tree_manager() -> Any:
 
     try:
         return cgt.get_container(torch.cuda.current_device()).tree_manager
-    except Exception:  # noqa: BLE001
+    except Exception:
         return None
 
 

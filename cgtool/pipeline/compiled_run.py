@@ -8,7 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from cgtool.model.compiled import CompiledRun, CompileSite, describe_mode
-from cgtool.model.compiled_logs import events_from_errors, events_from_records, events_from_warnings, functions_from_tree
+from cgtool.model.compiled_logs import (
+    events_from_errors,
+    events_from_records,
+    events_from_warnings,
+    functions_from_tree,
+)
 from cgtool.model.frame import Frame
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import COMPILED, Report
@@ -24,12 +29,22 @@ def graphing_sites(sites: list[CompileSite]) -> bool:
     return any(s.cudagraphs for s in sites)
 
 
+def backend_is_inductor(sites: list[CompileSite]) -> bool:
+    return any(s.cudagraphs and s.backend == "inductor" for s in sites)
+
+
 def run_compiled_pipeline(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
                           work_dir: str | None, sites: list[CompileSite]) -> CompiledRun:
     import torch
 
     from cgtool.capture.tree_graphs import profile_steps, read_tree_graphs
-    from cgtool.capture.trees import TreesObserver, pool_bytes, symint_keys, tree_manager, tree_state
+    from cgtool.capture.trees import (
+        TreesObserver,
+        pool_bytes,
+        symint_keys,
+        tree_manager,
+        tree_state,
+    )
     from cgtool.checks.compiled import check_compiled
 
     device = torch.device("cuda")
@@ -48,7 +63,7 @@ def run_compiled_pipeline(script: Script, settings: dict[str, Any], report: Repo
             inputs = {k: script.call_inputs(k, device) for k in range(i, i + PROFILED)}
             try:
                 prof = profile_steps(lambda k: script.call_step(state, inputs[k]), i, PROFILED)
-            except Exception as exc:  # noqa: BLE001 - the step raised under the profiler (overwritten output)
+            except Exception as exc:
                 errors.append((str(exc), _user_frame(exc)))
                 run.notes.append(f"kernel split skipped: the step raised while profiled ({type(exc).__name__})")
             else:
@@ -56,6 +71,9 @@ def run_compiled_pipeline(script: Script, settings: dict[str, Any], report: Repo
                 run.kernels_in_graphs, run.kernels_outside = s.kernels_in_graphs, s.kernels_outside
                 run.us_in_graphs, run.us_outside = round(s.us_in_graphs, 2), round(s.us_outside, 2)
                 run.triton_kernels = prof["triton_per_step"]
+                if not run.triton_kernels and backend_is_inductor(sites):
+                    run.notes.append("no Triton kernel ran in the steady step: the compiled code may not have run "
+                                     "(torch.compile disabled, or only library kernels such as cuBLAS)")
         mgr = tree_manager()
         tree, keys = tree_state(mgr), symint_keys(obs.closures)
         if obs.keep_graph_ok is False:
@@ -99,12 +117,12 @@ def _iterate(script: Script, state: Args, device: Any, obs: Any, iterations: ran
     out, failures, n = None, 0, 0
     for i in iterations:
         obs.iteration = i
-        inputs = _call("inputs", lambda: script.call_inputs(i, device))
+        inputs = _call("inputs", lambda i=i: script.call_inputs(i, device))
         try:
             out = script.call_step(state, inputs)
             torch.cuda.synchronize()
             failures = 0
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             if "CUDAGraphs" not in str(exc):
                 raise ScriptRaised("warmup", exc) from None
             errors.append((str(exc), _user_frame(exc)))
