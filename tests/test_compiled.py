@@ -235,3 +235,18 @@ def test_observer_hooks_collect_and_restore():
         (RERECORD, "static input data pointer changed"), (SKIP, "mutated inputs (1 instances)"),
         (PENDING_BACKWARD, "outputs of a previous call still wait for backward()")]
     assert events[1].frame.line == 25 and events[2].count == 2
+
+
+def test_tree_graph_dots_are_copied_to_the_output_folder(tmp_path):
+    from cgtool.render.outputs import write_outputs
+
+    work, out = tmp_path / "work", tmp_path / "out"
+    work.mkdir()
+    out.mkdir()
+    for name in ("graph.dot", "graph-2.dot"):
+        (work / name).write_text("digraph g { a -> b }\n")
+    rep = Report(script="s.py", entry="step", status="compiled", device="cuda", compiled=run_from_probe(
+        "clean_training__default"), outputs={n: str(work / n) for n in ("graph.dot", "graph-2.dot")})
+    write_outputs(rep, str(out), render_svg=False)
+    assert sorted(rep.outputs) == ["graph-2.dot", "graph.dot", "report.json"]
+    assert (out / "graph-2.dot").read_text().startswith("digraph")

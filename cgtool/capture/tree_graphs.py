@@ -15,7 +15,7 @@ from cgtool.model.compiled import TreeGraph
 
 def read_tree_graphs(mgr: Any, work_dir: str | None) -> tuple[list[TreeGraph], list[Graph]]:
     """One TreeGraph per recorded node (kernel names, counts) and its Graph model; the driver's DOT of each
-    lands in work_dir as graph.dot, graph-2.dot, ..."""
+    lands in work_dir as graph.dot, graph-2.dot, ... (TreeGraph.dot: that file name)"""
     from cgtool.graph.cuda import read_cuda_graph, write_driver_dot
 
     out: list[TreeGraph] = []
@@ -34,7 +34,7 @@ def read_tree_graphs(mgr: Any, work_dir: str | None) -> tuple[list[TreeGraph], l
             name = "graph.dot" if not models else f"graph-{len(models) + 1}.dot"
             try:
                 write_driver_dot(handle, os.path.join(work_dir, name))
-                dot = os.path.join(work_dir, name)
+                dot = name
             except Exception:
                 dot = None
         kernels = Counter(n.name for n in graph.nodes if n.kind == "kernel")

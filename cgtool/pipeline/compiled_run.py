@@ -5,6 +5,7 @@ CUDAGraph Trees are watched instead (capture/trees.py), then timed three ways (p
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from cgtool.model.compiled import CompiledRun, CompileSite, describe_mode
@@ -87,8 +88,8 @@ def run_compiled_pipeline(script: Script, settings: dict[str, Any], report: Repo
     progress.phase("read-graph", "the trees' CUDA graphs through cuda-bindings")
     run.graphs, _models = read_tree_graphs(mgr, work_dir)
     for g in run.graphs:
-        if g.dot:
-            report.outputs[g.dot.rsplit("/", 1)[-1]] = g.dot
+        if g.dot and work_dir:  # copied into the output folder by render/outputs.py
+            report.outputs[g.dot] = os.path.join(work_dir, g.dot)
     report.status = COMPILED
     if settings.get("timing", True):
         from cgtool.pipeline.compiled_timing import time_three_ways
