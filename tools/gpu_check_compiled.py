@@ -69,7 +69,7 @@ def section(row: Callable, cgtool: Callable, out_dir: str, work: str) -> None:
             row(f"compiled {name}", False, f"no report: {text[-300:]}")
             continue
         exp = set(markers(path))
-        found = {(f["line"], f["rule"]) for f in d["findings"] if f["file"] and os.path.samefile(f["file"], path)}
+        found = {(f["line"], f["rule"]) for f in d["findings"] if os.path.basename(f["file"] or "") == name}
         pairs[name] = found
         errs = [f"{f['rule']}@{f['line']}" for f in d["findings"] if f["severity"] == "error"
                 and (f["line"], f["rule"]) not in exp]
