@@ -180,9 +180,11 @@ def test_compile_sites(tmp_path):
         "d = torch.compile(m, backend='cudagraphs')\n"
         "e = re.compile('x')\n"
         "m.compile(mode='max-autotune')\n"
+        "g = torch.compile(m, mode=MODE)\n"
         "@torch.compile\ndef f(x):\n    return x\n")
     got = [(s.line, s.cudagraphs) for s in compile_sites(str(src))]
-    assert got == [(3, True), (4, False), (5, True), (6, True), (8, True), (9, False)]
+    assert got == [(3, True), (4, False), (5, True), (6, True), (8, True), (9, True), (10, False)]
+    assert compile_sites(str(src))[5].mode == "mode=MODE (computed)"
     assert describe_mode(compile_sites(str(src))).startswith("torch.compile ")
     assert compile_sites(os.path.join(ROOT, "samples", "mlp_inference.py")) == []
 

@@ -65,6 +65,9 @@ def _site(path: str, node: ast.AST, keywords: list[ast.keyword], lines: list[str
             if _const(k) == "triton.cudagraphs" and isinstance(v, ast.Constant) and v.value is True:
                 opt_graphs = True
     cudagraphs = mode in CUDAGRAPH_MODES or backend == "cudagraphs" or opt_graphs
+    computed = [k for k in ("mode", "backend") if k in kw and not isinstance(kw[k], ast.Constant)]
+    if computed and not cudagraphs:  # mode=MODE: unknown until it runs; observe it (no tree → said so)
+        cudagraphs, mode = True, f"{computed[0]}={ast.unparse(kw[computed[0]])} (computed)"
     if opt_graphs and not mode:
         mode = 'options={"triton.cudagraphs": True}'
     line = getattr(node, "lineno", 0)
