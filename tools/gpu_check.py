@@ -3,7 +3,7 @@
 Sections: GPU tests · capture of every sample (vs the driver's DOT) · performance bars · failed
 capture · lint of samples/ (hazards by category and line) · bench accuracy, repeatability, cost,
 sweep, compare · partial capture (piecewise, module map) · distributed (tools/gpu_check_dist.py;
-`bash tools/gpu_check.sh distributed`). Artifacts go to $OUT (or ./gpu-check-out).
+`bash tools/gpu_check.sh distributed`) · compiled (tools/gpu_check_compiled.py: torch.compile's CUDA graphs). Artifacts go to $OUT (or ./gpu-check-out).
 """
 
 from __future__ import annotations
@@ -115,7 +115,9 @@ def section_failed_capture() -> None:
 
 def section_lint() -> None:
     t0 = time.perf_counter()
-    r = cgtool("lint", "samples", "--format", "json", "-j", "4", timeout=900)
+    paths = sorted(os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "samples", "*"))
+                   if os.path.basename(p) != "compiled")
+    r = cgtool("lint", *paths, "--format", "json", "-j", "4", timeout=900)  # compiled: the "compiled" section
     wall = time.perf_counter() - t0
     try:
         data = json.loads(r.stdout)
@@ -130,6 +132,8 @@ def section_lint() -> None:
         path = s["path"]
         if f"{os.sep}distributed{os.sep}" in os.path.abspath(path):
             continue  # they need --nproc-per-node: the "distributed" section runs them
+        if f"{os.sep}compiled{os.sep}" in os.path.abspath(path):
+            continue  # torch.compile samples: the "compiled" section runs them
         exp = markers(os.path.join(ROOT, path) if not os.path.isabs(path) else path)
         found = {(f["line"], f["rule"]): f for f in s["findings"]}
         errs = [f for f in s["findings"] if f["severity"] == "error"]
@@ -370,14 +374,15 @@ def section_partial() -> None:
 
 def main() -> int:
     sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "overhead", "bench", "dot", "realworld",
-                                "partial", "distributed"]
+                                "partial", "distributed", "compiled"]
     import torch
 
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}", flush=True)
     funcs = {"tests": section_tests, "capture": section_capture, "failed": section_failed_capture,
              "lint": section_lint, "overhead": section_overhead, "bench": section_bench, "dot": section_dot,
              "realworld": lambda: section_realworld(row, cgtool, OUT, WORK), "partial": section_partial,
-             "distributed": lambda: __import__("tools.gpu_check_dist").gpu_check_dist.section(ROOT, OUT, WORK, row, markers)}
+             "distributed": lambda: __import__("tools.gpu_check_dist").gpu_check_dist.section(ROOT, OUT, WORK, row, markers),
+             "compiled": lambda: __import__("tools.gpu_check_compiled").gpu_check_compiled.section(row, cgtool, OUT, WORK)}
     for s in sections:
         t0 = time.perf_counter()
         try:

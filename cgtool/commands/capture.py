@@ -51,6 +51,13 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
       graph-piece-N.dot  with --piecewise: each piece's graph
 
     \b
+    torch.compile with CUDA graphs (mode="reduce-overhead"/"max-autotune", options={"triton.cudagraphs":
+    True}, backend="cudagraphs"; docs/compiled.md): cgtool captures nothing itself and runs no tracer; it
+    watches torch.compile's CUDAGraph Trees (graphs per function, skips and re-records with torch's reason
+    and your line, fallbacks, kernels in graphs, pool memory), writes graph.dot, graph-2.dot, ... (the
+    driver's DOT of each graph) and times eager / compiled without graphs / as compiled (CG701-CG704).
+
+    \b
     Partial capture (docs/partial.md), run in a second worker after the whole-step capture:
       --piecewise        the step under torch.compile(backend="cudagraphs"): split at its graph breaks,
                          each piece a CUDA graph; on CPU, the split points the analysis predicts

@@ -56,7 +56,7 @@ def run_with_progress(job: Job, timeout: float, show: bool) -> WorkerOutcome:
 
 def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
     """capture's exit code: the report and how the worker ended (documented in `cgtool capture --help`)."""
-    from cgtool.model.report import CAPTURED, CPU_ONLY, WORKER_FAILED
+    from cgtool.model.report import CAPTURED, COMPILED, CPU_ONLY, WORKER_FAILED
 
     if outcome.failure == "interrupted":
         return ExitCode.INTERRUPTED
@@ -72,7 +72,7 @@ def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
         return ExitCode.PROBLEMS
     if report.status == CPU_ONLY:
         return ExitCode.ENVIRONMENT
-    return ExitCode.OK if report.status == CAPTURED else ExitCode.PROBLEMS
+    return ExitCode.OK if report.status in (CAPTURED, COMPILED) else ExitCode.PROBLEMS
 
 
 def run_partial(job: Job, report: Report, timeout: float, show: bool, options: dict[str, Any]) -> None:

@@ -28,6 +28,7 @@ CATEGORIES = (
     "capture-error",
     "empty-graph",
     "distributed",
+    "compiled",
 )
 
 

@@ -11,18 +11,20 @@ from typing import Any
 
 from cgtool.graph.model import Graph
 from cgtool.graph.summary_counts import graph_counts
+from cgtool.model.compiled import CompiledRun
 from cgtool.model.finding import Finding
 from cgtool.model.partial import ModuleMap, Piecewise
 from cgtool.model.report_parts import ErrorRecord, ReplayCheck, TensorDiff, Timings
 
 __all__ = ["ErrorRecord", "ReplayCheck", "Report", "TensorDiff", "Timings"]
 
-SCHEMA_VERSION = 2  # 2 added `piecewise` and `modules` (partial capture)
+SCHEMA_VERSION = 2  # 2 added `piecewise` and `modules` (partial capture); `compiled` is optional in 2
 READABLE_SCHEMAS = (1, 2)  # a schema-1 report reads with both new sections null
 
 # Report.status values
 CAPTURED = "captured"  # capture ran and a graph was read
 CAPTURE_FAILED = "capture-failed"  # capture raised (or produced an unusable graph)
+COMPILED = "compiled"  # the step is compiled with CUDA graphs: torch.compile's trees were observed, no capture
 CPU_ONLY = "cpu-only"  # no CUDA device: the script ran on CPU only
 SCRIPT_ERROR = "script-error"  # the script could not be loaded, or setup/inputs/step raised in warmup
 WORKER_FAILED = "worker-failed"  # the worker crashed, timed out, or was interrupted
@@ -41,6 +43,7 @@ class Report:
     timings: Timings | None = None
     piecewise: Piecewise | None = None  # --piecewise: the step captured in pieces at its break points
     modules: ModuleMap | None = None  # --modules DEPTH: which submodules capture on their own
+    compiled: CompiledRun | None = None  # torch.compile with CUDA graphs: what its trees did (docs/compiled.md)
     findings: list[Finding] = field(default_factory=list)
     errors: list[ErrorRecord] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # phases or rules that could not run, with why
@@ -63,6 +66,7 @@ class Report:
             "timings": None if self.timings is None else self.timings.to_json(),
             "piecewise": None if self.piecewise is None else self.piecewise.to_json(),
             "modules": None if self.modules is None else self.modules.to_json(),
+            "compiled": None if self.compiled is None else self.compiled.to_json(),
             "findings": [f.to_json() for f in self.findings],
             "errors": [e.to_json() for e in self.errors],
             "skipped": list(self.skipped),
@@ -87,6 +91,7 @@ class Report:
             timings=None if d.get("timings") is None else Timings.from_json(d["timings"]),
             piecewise=None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"]),
             modules=None if d.get("modules") is None else ModuleMap.from_json(d["modules"]),
+            compiled=None if d.get("compiled") is None else CompiledRun.from_json(d["compiled"]),
             findings=[Finding.from_json(f) for f in d.get("findings", [])],
             errors=[ErrorRecord.from_json(e) for e in d.get("errors", [])],
             skipped=list(d.get("skipped", [])),

@@ -83,6 +83,21 @@ RULES: tuple[Rule, ...] = (
     Rule("CG607", "distributed", "error", "the NCCL in use is too old to capture collectives (needs 2.9.6 or newer)",
          "Install a PyTorch built with NCCL >= 2.9.6, or capture only the parts without collectives "
          "(torch.cuda.make_graphed_callables before wrapping in DDP)."),
+    # torch.compile with CUDA graphs (mode="reduce-overhead" and friends): cgtool/checks/compiled.py reads what
+    # CUDAGraph Trees did on the GPU (docs/compiled.md).
+    Rule("CG701", "compiled", "error", "torch.compile skipped CUDA graphs for a compiled graph: it runs without them",
+         "Fix the reason torch names at this line (a CPU tensor: move it to the GPU in setup; mutated inputs: return the "
+         "new value instead of changing the input in place; incompatible op: keep .item() and data-dependent ops out "
+         "of the compiled function).", True),
+    Rule("CG702", "compiled", "warning", "torch.compile records new CUDA graphs again and again (re-records, a graph per input size)",
+         "Keep input sizes and Python scalars fixed (pad to a few sizes, pass scalars as tensors), and keep "
+         "parameters and static inputs at the same address (no re-assigning them between calls).", True),
+    Rule("CG703", "compiled", "error", "torch.compile fell back from its CUDA graphs (pending backward, overwritten output)",
+         "Call torch.compiler.cudagraph_mark_step_begin() before each step, run backward before the next forward "
+         "(or use torch.no_grad() for inference), and clone outputs you keep across steps.", True),
+    Rule("CG704", "compiled", "warning", "less than half of the step's GPU kernels run inside torch.compile's CUDA graphs",
+         "Compile more of the step (the optimizer step, the loss), remove graph breaks and the CPU work between "
+         "compiled calls; the report lists the kernels launched one by one.", True),
 )
 
 RULE_BY_ID = {r.id: r for r in RULES}

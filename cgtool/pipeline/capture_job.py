@@ -33,7 +33,13 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
         import torch
 
         report.environment = environment()
-        if job.force_cpu or not torch.cuda.is_available():
+        from cgtool.pipeline.compiled_run import graphing_sites
+        from cgtool.script.compile_sites import compile_sites
+
+        sites = compile_sites(script.path)
+        if graphing_sites(sites):  # torch.compile makes the CUDA graphs: observe them, capture nothing ourselves
+            _run_compiled(script, settings, report, progress, job, sites)
+        elif job.force_cpu or not torch.cuda.is_available():
             _run_on_cpu(script, settings, report, progress)
         else:
             _run_on_gpu(script, settings, report, progress, job.work_dir)
@@ -70,6 +76,22 @@ def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progre
     report.errors.extend(errors)
     report.status = SCRIPT_ERROR if errors else CPU_ONLY
     report.skipped.append("capture, graph, replay check and timing need a CUDA device")
+
+
+def _run_compiled(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog, job: Job,
+                  sites: list) -> None:
+    import torch
+
+    if job.force_cpu or not torch.cuda.is_available():
+        from cgtool.pipeline.compiled_cpu import run_compiled_on_cpu
+
+        run_compiled_on_cpu(script, settings, report, progress, sites)
+        return
+    from cgtool.pipeline.compiled_run import run_compiled_pipeline
+
+    report.device = "cuda"
+    torch.cuda.init()
+    run_compiled_pipeline(script, settings, report, progress, job.work_dir, sites)
 
 
 def _run_on_gpu(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,

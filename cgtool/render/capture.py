@@ -6,12 +6,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cgtool.model.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, WORKER_FAILED, Report
+from cgtool.model.report import CAPTURE_FAILED, CAPTURED, COMPILED, CPU_ONLY, WORKER_FAILED, Report
 from cgtool.render.units import fmt_us
 
 
 def verdict_line(report: Report) -> str:
     t = report.timings
+    if report.compiled is not None and report.status in (COMPILED, CPU_ONLY):
+        from cgtool.render.compiled import compiled_verdict
+
+        return compiled_verdict(report.compiled)
     if report.status == CAPTURED and t is not None:
         return (f"eager {fmt_us(t.eager_us)} → replay {fmt_us(t.replay_us)} per iteration: "
                 f"{t.speedup:.1f}× faster")
@@ -40,6 +44,10 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
                 out.print(kt)
         if report.replay is not None:
             render_replay(report, out)
+        if report.compiled is not None:
+            from cgtool.render.compiled import render_compiled
+
+            render_compiled(report.compiled, out)
         if report.piecewise is not None or report.modules is not None:
             from cgtool.render.partial import render_modules, render_piecewise
 
@@ -62,7 +70,7 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
             out.print(escape(tail), style="dim")
         for name, path in report.outputs.items():
             out.print(f"[dim]wrote {escape(path)}[/]")
-    colour = "green" if report.status == CAPTURED and not _has_problems(report) else "red"
+    colour = "green" if report.status in (CAPTURED, COMPILED) and not _has_problems(report) else "red"
     if report.status == CPU_ONLY:
         colour = "yellow"
     out.print(f"[bold {colour}]{escape(verdict_line(report))}[/]")

@@ -62,6 +62,11 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
         shutil.copyfile(driver_src, tmp)
         os.replace(tmp, dst)
         written["graph.driver.dot"] = dst
+    for name in [k for k in report.outputs if k.startswith("graph") and k.endswith(".dot") and k != "graph.driver.dot"]:
+        src = report.outputs.pop(name)  # torch.compile's graphs (graph.dot, graph-2.dot, ...): the driver's DOT
+        if os.path.exists(src) and report.graph is None:
+            shutil.copyfile(src, os.path.join(out_dir, name))
+            written[name] = os.path.join(out_dir, name)
     if report.graph is not None:
         try:
             _write_graph_pictures(report, out_dir, written, render_svg, t0)

@@ -1,0 +1,126 @@
+"""A compiled step timed three ways with bench's measurement (bench/measure.py): uncompiled eager, torch.compile
+without CUDA graphs, and as the script compiled it. The other two are the script loaded again with torch.compile
+replaced while it loads and sets up: by the identity (eager: the original module or function, as OptimizedModule
+._orig_mod would give, decorated functions included), or by torch.compile with the CUDA-graph part taken out (mode
+"reduce-overhead" → default, "max-autotune" → "max-autotune-no-cudagraphs", options["triton.cudagraphs"] → False,
+backend "cudagraphs" → "aot_eager"). Also what observing costs: the steady step with and without the observer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from cgtool.model.compiled import CompiledRun
+from cgtool.model.phase_log import PhaseLog
+from cgtool.script.contract import Args, Script, load_script
+
+EAGER, NO_GRAPHS = "eager", "compiled"
+WARMUP = 3
+
+
+@contextmanager
+def compile_replaced(kind: str) -> Iterator[None]:
+    import torch
+
+    orig = torch.compile
+
+    def replaced(model: Any = None, **kwargs: Any) -> Any:
+        if kind == EAGER:
+            return model if model is not None else (lambda fn: fn)
+        return orig(model, **without_cudagraphs(kwargs)) if model is not None else orig(**without_cudagraphs(kwargs))
+
+    torch.compile = replaced
+    try:
+        yield
+    finally:
+        torch.compile = orig
+
+
+def without_cudagraphs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    out = dict(kwargs)
+    mode = out.get("mode")
+    if mode == "reduce-overhead":
+        out.pop("mode")
+    elif mode == "max-autotune":
+        out["mode"] = "max-autotune-no-cudagraphs"
+    if isinstance(out.get("options"), dict) and "triton.cudagraphs" in out["options"]:
+        out["options"] = {**out["options"], "triton.cudagraphs": False}
+    if out.get("backend") == "cudagraphs":
+        out["backend"] = "aot_eager"
+    return out
+
+
+def _variant(script: Script, kind: str, device: Any) -> Callable[[], None]:
+    """The step of the script loaded again under compile_replaced(kind), set up and warmed up."""
+    import torch
+
+    with compile_replaced(kind):
+        other = load_script(script.path, script.entry)
+        state = other.call_setup(device)
+    inputs = other.call_inputs(0, device)
+
+    def step() -> None:
+        other.call_step(state, inputs)
+
+    for _ in range(WARMUP):
+        step()
+    torch.cuda.synchronize()
+    return step
+
+
+def time_three_ways(script: Script, state: Args, run: CompiledRun, budget_s: float) -> None:
+    import torch
+
+    from cgtool.bench.measure import Prepared, measure
+    from cgtool.bench.result import BenchResult
+
+    device = torch.device("cuda")
+    inputs = script.call_inputs(0, device)
+
+    def as_compiled() -> None:
+        script.call_step(state, inputs)
+
+    settings = {"budget_s": budget_s, "target": 0.02, "min_time_s": min(1.0, budget_s / 2)}
+    try:
+        for _ in range(WARMUP):
+            as_compiled()
+        others = {EAGER: _variant(script, EAGER, device), NO_GRAPHS: _variant(script, NO_GRAPHS, device)}
+        blocks = []
+        for name, fn in others.items():
+            prep = Prepared({"eager": fn, "replay": as_compiled}, torch.cuda.current_stream(), 0.0, 0.0, 0)
+            r = BenchResult.from_rounds(measure(prep, settings, PhaseLog()), script=script.path, entry=script.entry)
+            run.timings_us[name] = round(r.eager.gpu.median, 2)
+            run.timings_us.setdefault("cudagraphs", round(r.replay.gpu.median, 2))
+            blocks.append(f"{r.eager.gpu.n}+{r.replay.gpu.n}")
+        run.timing_method = (f"bench's measurement, two runs ({' and '.join(blocks)} blocks): eager and torch.compile "
+                             "without CUDA graphs each against the step as compiled; CUDA events, median per step")
+        run.observe_cost = observe_cost(as_compiled)
+    except Exception as exc:
+        run.notes.append(f"timing stopped: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+
+
+def observe_cost(step: Callable[[], None], n: int = 30, rounds: int = 5) -> float:
+    """Steady-state wall time per step with the observer's hooks on, over the time without them (median of
+    alternating rounds)."""
+    import statistics
+
+    import torch
+
+    from cgtool.capture.trees import TreesObserver
+
+    def per_step() -> float:
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        for _ in range(n):
+            step()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - t) / n
+
+    on, off = [], []
+    for _ in range(rounds):
+        off.append(per_step())
+        with TreesObserver(keep_graph=False):
+            on.append(per_step())
+    return round(statistics.median(on) / statistics.median(off), 3)

@@ -1,0 +1,79 @@
+"""Console rendering of a report's `compiled` section: the mode, the compile calls, the trees' functions and
+graphs, skips / re-records / fallbacks with the user's line, the kernel share, pool memory, timing three ways."""
+
+from __future__ import annotations
+
+import os
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from cgtool.model.compiled import CompiledRun
+from cgtool.render.units import fmt_us
+
+
+def _where(file: str | None, line: int | None) -> str:
+    return f"{os.path.relpath(file)}:{line}" if file and line else ""
+
+
+def render_compiled(run: CompiledRun, out: Console) -> None:
+    out.print(f"[bold]step ran as:[/] {escape(run.mode)}")
+    for s in run.sites:
+        flag = "CUDA graphs" if s.cudagraphs else "no CUDA graphs"
+        out.print(f"  [dim]{escape(_where(s.file, s.line))}[/] {escape(s.source)}  [dim]({flag})[/]")
+    if not run.observed:
+        for note in run.notes:
+            out.print(f"[dim]{escape(note)}[/]")
+        return
+    out.print(f"[bold]CUDAGraph Trees:[/] {run.graphs_recorded} graph(s) recorded by {len(run.functions)} "
+              f"function(s) over {run.iterations} calls")
+    if run.functions:
+        t = Table("fn", "name", "mode", "compile id", "graphs", "key", "re-records", box=None, pad_edge=False)
+        for f in run.functions[:20]:
+            t.add_row(str(f.function_id), escape(f.name), f.mode, f.compile_id, str(f.graphs),
+                      escape(f.symint_key or "-"), str(f.rerecords))
+        out.print(t)
+        if len(run.functions) > 20:
+            out.print(f"[dim]... {len(run.functions) - 20} more functions[/]")
+    for e in run.events:
+        count = f" ×{e.count}" if e.count > 1 else ""
+        where = f" at {_where(e.frame.file, e.frame.line)}" if e.frame else ""
+        out.print(f"  [yellow]{e.kind}[/]{count}: {escape(e.reason)}{escape(where)}", soft_wrap=True)
+    for g in run.graphs[:8]:
+        if g.error:
+            out.print(f"  graph {g.graph_id} (fn {g.function_id}): [dim]{escape(g.error)}[/]")
+            continue
+        names = ", ".join(f"{n}×{c}" if c > 1 else n for n, c in g.kernels[:4])
+        more = f", ... {len(g.kernels) - 4} more" if len(g.kernels) > 4 else ""
+        out.print(f"  graph {g.graph_id} (fn {g.function_id}): {g.nodes} nodes, {g.kernel_nodes} kernels: "
+                  f"{escape(names + more)}", soft_wrap=True)
+    share = run.kernel_share
+    if share is not None:
+        out.print(f"[bold]kernels in graphs:[/] {run.kernels_in_graphs} of "
+                  f"{(run.kernels_in_graphs or 0) + (run.kernels_outside or 0)} per steady step ({share:.0%}); "
+                  f"{run.triton_kernels} Triton kernels per step")
+    if run.pool_bytes is not None:
+        out.print(f"[bold]trees' memory pool:[/] {run.pool_bytes / 2**20:.1f} MiB")
+    if run.timings_us:
+        parts = [f"{k} {fmt_us(v)}" for k, v in run.timings_us.items()]
+        out.print(f"[bold]timing per step:[/] {' · '.join(parts)}")
+        if run.timing_method:
+            out.print(f"[dim]{escape(run.timing_method)}[/]")
+    if run.observe_cost is not None:
+        out.print(f"[dim]observing cost: ×{run.observe_cost:.2f} step time in the steady state[/]")
+    for note in run.notes:
+        out.print(f"[dim]{escape(note)}[/]")
+
+
+def compiled_verdict(run: CompiledRun) -> str:
+    t = run.timings_us
+    if not run.observed:
+        return f"{run.mode}: CUDA graphs, skips and timing need a CUDA device"
+    share = run.kernel_share
+    covered = f", {share:.0%} of kernels in graphs" if share is not None else ""
+    head = f"torch.compile recorded {run.graphs_recorded} CUDA graph(s){covered}"
+    if "eager" in t and "cudagraphs" in t:
+        mid = f" → compiled {fmt_us(t['compiled'])}" if "compiled" in t else ""
+        return f"{head}: eager {fmt_us(t['eager'])}{mid} → with CUDA graphs {fmt_us(t['cudagraphs'])} per step"
+    return head
