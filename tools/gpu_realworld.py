@@ -102,7 +102,7 @@ def section_realworld(row: Callable, cgtool: Callable, out_dir: str, work: str) 
             row(f"realworld {name}", ok, f"{plain}; expect {', '.join(f'{r}@{ln}' for ln, r in exp)} → "
                 f"{'found' if ok else 'MISSING'}: {libs}; all errors: {shown}")
     # cost: lint alone on the largest model (by eager step time) against one eager step of it
-    timed = [(d.get("eager_ms") or 0, name) for name, d in truths.items() if "/clean/" in d.get("script", "") and d.get("eager_ms")]
+    timed = [(d.get("eager_ms") or 0, name) for name, d in truths.items() if "clean/" in d.get("script", "") and d.get("eager_ms")]
     if timed:
         eager_ms, name = max(timed)
         path = next(p for p in scripts if os.path.basename(p) == name)

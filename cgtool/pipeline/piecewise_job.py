@@ -39,6 +39,7 @@ TORCH_REFUSALS = (
     "not yet supported",  # "Mutations on inputs with user-specified streams are not yet supported" (torch 2.11)
     "accessing tensor output of CUDAGraphs that has been overwritten",  # state kept from a piece's output
     "curr_block->size == block_state.size",  # the trees' allocator checkpoint on a re-recording (torch 2.11)
+    "CUDACachingAllocator.cpp",  # another allocator INTERNAL ASSERT on the trees' private pool (torch 2.11, H100)
 )
 # refusals that kept graphs might cause (the allocator's pool checkpoint): worth one run without them
 KEEP_SUSPECTS = ("curr_block->size == block_state.size",)
@@ -100,6 +101,11 @@ def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog,
     from cgtool.capture.pieces import prepare_pieced
 
     step = prepare_pieced(script, settings, progress, settings.get("size"), keep=keep)
+    if step.dynamo_graphs == 0 and step.made == 0:  # dynamo ran the whole step eagerly: nothing to piece
+        reasons = "; ".join(_first_line(sp.reason) for sp in step.splits[:3]) or "no graph break was recorded"
+        return Piecewise(NOT_POSSIBLE, METHOD, tuple(step.splits), note=(
+            "piecewise not possible: torch.compile made no graph of this step (dynamo ran it eagerly: "
+            f"{reasons})"))
     progress.phase("profile", "kernels in graphs and outside")
     split = profile_split(step.run_pieced, steps=3)
     replay = None

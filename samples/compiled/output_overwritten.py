@@ -34,7 +34,7 @@ class Net(nn.Module):
 
 def setup(device):
     torch.manual_seed(0)
-    return {"model": torch.compile(Net().to(device).eval(), mode="reduce-overhead")}  # expect: CG704
+    return {"model": torch.compile(Net().to(device).eval(), mode="reduce-overhead")}
 
 
 def inputs(i, device):

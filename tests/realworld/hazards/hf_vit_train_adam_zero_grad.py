@@ -1,8 +1,13 @@
-"""Clean: transformers ViTForImageClassification training step (labels -> loss inside the model).
+"""Hazard (found on the H100, not planted): a transformers ViTForImageClassification training step whose replay
+differs from eager in one parameter.
 
-Models fine-tuning a tiny Hugging Face ViT (32x32 images, 8x8 patches, 2 layers): pixel_values and
-integer labels, the model computes cross-entropy, capturable AdamW on CUDA, dropout at its defaults.
-Expected: no error findings; capture succeeds and replay matches eager from the same state.
+Models fine-tuning a tiny Hugging Face ViT (32x32 images, 8x8 patches, 2 layers): pixel_values and integer
+labels, the model computes cross-entropy, capturable AdamW on CUDA, dropout at its defaults. It was meant as a
+clean model, but plain torch.cuda.graph (tests/realworld/truth.py) says replay differs from eager after one
+step: `attention.k_proj.bias` by 2e-5, with two eager runs from the same state agreeing exactly. The gradient of a
+key bias is zero in exact arithmetic (softmax ignores a constant added to every key), so what it gets is rounding
+noise, which depends on the kernels cuBLAS picks (they differ under capture); AdamW divides by the root of that
+noise's square and turns it into an update of learning-rate size. cgtool reports CG503 on the step, as truth does.
 """
 
 import torch
@@ -27,7 +32,7 @@ def inputs(i, device):
             "labels": torch.randint(0, CLASSES, (BATCH,), generator=g).to(device)}
 
 
-def step(model, opt, pixel_values, labels):
+def step(model, opt, pixel_values, labels):  # expect: CG503
     opt.zero_grad(set_to_none=False)
     loss = model(pixel_values=pixel_values, labels=labels).loss
     loss.backward()
