@@ -9,13 +9,15 @@ from cgtool.model.finding import Finding
 from cgtool.model.report import ErrorRecord
 
 _COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
+_WORDS = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def render_findings(findings: list[Finding], out: Console) -> None:
     for f in findings:
         colour = _COLOURS.get(f.severity, "white")
-        out.print(f"[bold]{escape(f.location)}[/]: [{colour}]{f.rule} {escape('[' + f.category + ']')}[/] {escape(f.message)}",
-                  soft_wrap=True)
+        word = escape(_WORDS.get(f.severity, f.severity))
+        out.print(f"[bold]{escape(f.location)}[/]: [bold {colour}]{word}:[/] [{colour}]{f.rule} "
+                  f"{escape('[' + f.category + ']')}[/] {escape(f.message)}", soft_wrap=True)
         if f.source:
             out.print(f"    [dim]{escape(f.source)}[/]", soft_wrap=True)
         if f.hint:
