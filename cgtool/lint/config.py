@@ -77,8 +77,10 @@ def load_config(start_dir: str | Path) -> LintConfig:
         return LintConfig()
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CgtoolError(f"cannot read {path}: {exc}", ExitCode.USAGE) from None
+    except UnicodeDecodeError as exc:
+        raise CgtoolError(f"{path}: not UTF-8 text (byte {exc.start}), as TOML must be", ExitCode.USAGE) from None
+    except OSError as exc:
+        raise CgtoolError(f"{path}: cannot read it: {exc.strerror or exc}", ExitCode.USAGE) from None
     tool = _toml_loads(text, path).get("tool", {})
     if not isinstance(tool, dict):
         raise CgtoolError(f"{path}: `tool` must be a table ([tool.cgtool] lives in it)", ExitCode.USAGE)

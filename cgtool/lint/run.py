@@ -199,7 +199,8 @@ def script_result(path: str, report: Report, opts: LintOptions) -> ScriptResult:
             continue  # a failed capture is a finding (CG501 or the root cause), not a script error
         frame = e.user_frame
         where = f" at {os.path.relpath(frame.file)}:{frame.line}" if frame else ""
-        errors.append(f"{e.phase} failed{where}: {e.label}{e.message}{_last_output(report)}")
+        first_line = e.message.strip().splitlines()[0] if e.message.strip() else ""  # lint's errors are one line each
+        errors.append(f"{e.phase} failed{where}: {e.label}{first_line}{_last_output(report)}")
     skipped: list[str] = []
     reason = ""
     if report.device != "cuda":
