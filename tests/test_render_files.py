@@ -63,7 +63,7 @@ def test_a_fifo_is_written_in_place_and_its_reader_gets_the_text(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()))
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
     reader.start()
     write_output(str(fifo), "through the pipe\n")
     reader.join(timeout=10)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -35,8 +35,8 @@ def defines_function(path: str, name: str) -> bool:
     try:
         with open(path, "rb") as fh:
             tree = ast.parse(fh.read(), path)
-    except (SyntaxError, ValueError, OSError):
-        return True  # let the analysis report the syntax error for this file
+    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+        return True  # let the analysis report the syntax error (or the nesting) for this file
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in tree.body)
 
 
@@ -139,19 +139,25 @@ def _run_in_turn(scripts: list[tuple[str, str]], opts: LintOptions,
 
 def _run_in_pool(scripts: list[tuple[str, str]], opts: LintOptions,
                  finished: Callable[[int, ScriptResult], None]) -> bool:
-    """`opts.jobs` workers at once, each watched by a thread; Ctrl-C (which reaches only this thread) sets
-    `stop`, and every thread stops its worker within a poll interval."""
+    """`opts.jobs` workers at once, each watched by a thread. Ctrl-C may be delivered to any thread, but Python
+    raises KeyboardInterrupt only in this one, and only when it runs: so it waits in short slices, never
+    blocked for good. On Ctrl-C it sets `stop`, and every thread stops its worker within a poll interval."""
     stop = threading.Event()
     pool = ThreadPoolExecutor(max_workers=opts.jobs, thread_name_prefix="cgtool-lint")
-    futures = {pool.submit(lint_one, path, opts, entry, stop): i for i, (path, entry) in enumerate(scripts)}
+    futures: dict[Future[ScriptResult | None], int] = {}
     interrupted = False
     try:
-        for future in as_completed(futures):
-            result = future.result()
-            if result is None:
-                interrupted = True
-                break
-            finished(futures[future], result)
+        for i, (path, entry) in enumerate(scripts):
+            futures[pool.submit(lint_one, path, opts, entry, stop)] = i
+        pending = set(futures)
+        while pending and not interrupted:
+            done, pending = wait(pending, timeout=_SLICE_S, return_when=FIRST_COMPLETED)
+            for future in done:
+                result = future.result()
+                if result is None:
+                    interrupted = True
+                else:
+                    finished(futures[future], result)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -164,6 +170,9 @@ def _run_in_pool(scripts: list[tuple[str, str]], opts: LintOptions,
                 if result is not None:
                     finished(i, result)
     return interrupted
+
+
+_SLICE_S = 0.1
 
 
 def _shutdown(pool: ThreadPoolExecutor) -> None:

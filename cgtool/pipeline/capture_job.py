@@ -66,8 +66,7 @@ def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progre
     from cgtool.pipeline.cpu_analysis import analyze_on_cpu
 
     report.device = "cpu"
-    progress.phase("warmup", f"{settings['warmup']} iterations on CPU")
-    _trace, findings, errors = analyze_on_cpu(script, warmup=settings["warmup"])
+    _trace, findings, errors = analyze_on_cpu(script, warmup=settings["warmup"], progress=progress)
     report.findings.extend(findings)
     report.errors.extend(errors)
     report.status = SCRIPT_ERROR if errors else CPU_ONLY

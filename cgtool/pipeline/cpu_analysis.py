@@ -8,16 +8,19 @@ from __future__ import annotations
 from typing import Any
 
 from cgtool.model.finding import Finding
+from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.model.trace import Trace
 from cgtool.script.contract import Args, Script
 from cgtool.script.errors import error_record
 
 
-def analyze_on_cpu(script: Script, warmup: int = 3) -> tuple[Trace, list[Finding], list[ErrorRecord]]:
+def analyze_on_cpu(script: Script, warmup: int = 3,
+                   progress: PhaseLog | None = None) -> tuple[Trace, list[Finding], list[ErrorRecord]]:
     """Run setup on torch.device("cpu") and `warmup` traced iterations (inputs(i) each) under the CUDA
     stand-ins; return the trace, the findings, and the errors the script raised (phase setup, inputs or
-    warmup). When the step raises, the iterations so far are still checked: the last op names the line."""
+    warmup). When the step raises, the iterations so far are still checked: the last op names the line.
+    `progress` hears the phases (setup, warmup)."""
     import torch
 
     from cgtool.checks import run_checks
@@ -32,7 +35,11 @@ def analyze_on_cpu(script: Script, warmup: int = 3) -> tuple[Trace, list[Finding
         trace = tracer.trace
         trace.default_stream, trace.capture_stream = DEFAULT_STREAM, CAPTURE_STREAM
         with tracer:
+            if progress is not None:
+                progress.phase("setup", "on CPU")
             state = _phase(errors, "setup", tracer, cuda, lambda: script.call_setup(device))
+            if progress is not None and state is not None:
+                progress.phase("warmup", f"{warmup} iterations on CPU")
             for i in range(warmup if state is not None else 0):
                 inputs = _phase(errors, "inputs", tracer, cuda, lambda: script.call_inputs(i, device))
                 if errors:

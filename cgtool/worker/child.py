@@ -12,6 +12,8 @@ import json
 import os
 import signal
 import sys
+import threading
+import time
 from typing import Any
 
 from cgtool.model.job import Job
@@ -33,6 +35,7 @@ def pipe_writer(fd: int):  # noqa: ANN201 - a callable for PhaseLog
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _end_with_the_parent()
     job_path, result_path, fd = argv[0], argv[1], int(argv[2])
     with open(job_path) as fh:
         job = Job.from_json(json.load(fh))
@@ -49,6 +52,19 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _end_with_the_parent() -> None:
+    """If the cgtool process dies without stopping this worker (killed with SIGKILL, say), end the worker's
+    process group, so that neither the worker nor what the script forked is left running."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="cgtool-parent-watch", daemon=True).start()
 
 
 def _output_offset() -> int:

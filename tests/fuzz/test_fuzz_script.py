@@ -54,6 +54,13 @@ def test_random_bytes(data):
     check(data)
 
 
+@examples(8)
+@given(st.sampled_from(["-" * 100_000 + "1", "x" + "[0]" * 5000, "1" + "+1" * 5000, "(" * 1000 + ")" * 1000]),
+       st.sampled_from(["", "def step():\n    return ", "def step():\n    pass\nx = "]))
+def test_deeply_nested_source(body, prefix):
+    check((prefix + body + "\n").encode())
+
+
 @examples(60)
 @given(st.text(max_size=40))
 def test_targets(target):
