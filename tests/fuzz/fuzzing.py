@@ -58,7 +58,19 @@ def outcome(fn: Callable[..., Any], *args: Any, seconds: float = SECONDS, one_li
         result = None
     elapsed = time.perf_counter() - start
     assert elapsed < seconds, f"took {elapsed:.1f} s"
+    _tally(fn, "accepted" if result is not None else "clean error", elapsed)
     return result
+
+
+# CGTOOL_FUZZ_TALLY=FILE: append one JSON line per input (reader, result, seconds), to count what a run tried.
+_TALLY = os.environ.get("CGTOOL_FUZZ_TALLY")
+
+
+def _tally(fn: Callable[..., Any], result: str, elapsed: float) -> None:
+    if _TALLY:
+        with open(_TALLY, "a") as fh:
+            fh.write(json.dumps({"reader": getattr(fn, "__name__", str(fn)), "result": result,
+                                 "seconds": round(elapsed, 4)}) + "\n")
 
 
 def fixture_bytes(*names: str) -> list[bytes]:
