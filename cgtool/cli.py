@@ -49,20 +49,32 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Entry point: run the CLI, turning a CgtoolError into its message and exit code."""
-    from cgtool.render.console import print_error
+    """Entry point: run the CLI, turning a CgtoolError into its message and exit code. A full, broken or
+    closed stdout is such an error (exit 3, one line on stderr), whichever command was writing."""
+    from cgtool.render.console import guard_stdout
 
+    guard_stdout()
     try:
         code = cli.main(args=argv, prog_name="cgtool", standalone_mode=False)
+        sys.stdout.flush()  # a full or closed stdout shows here, not as a traceback at exit
     except CgtoolError as exc:
-        print_error(exc.message)
-        sys.exit(exc.exit_code)
+        _exit_with(exc.message, exc.exit_code)
     except click.exceptions.Abort:
-        print_error("Interrupted.")
-        sys.exit(ExitCode.INTERRUPTED)
+        _exit_with("Interrupted.", ExitCode.INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
         sys.exit(ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     sys.exit(code if isinstance(code, int) else ExitCode.OK)
+
+
+def _exit_with(message: str, code: ExitCode) -> None:
+    from cgtool.render.console import print_error, silence_stdout
+
+    try:
+        sys.stdout.flush()
+    except (CgtoolError, OSError, ValueError):
+        silence_stdout()  # what is still buffered cannot be written; the exit must not try again
+    print_error(message)
+    sys.exit(code)

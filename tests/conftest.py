@@ -4,9 +4,18 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
+
+# Fuzzing (tests/fuzz/): CI runs a fixed, derandomized budget so the suite is repeatable and bounded
+# (a few minutes on 2 cores); `HYPOTHESIS_PROFILE=long python -m pytest tests/fuzz` searches far more, randomly.
+_FUZZ = {"deadline": None, "print_blob": True,
+         "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]}
+settings.register_profile("ci", max_examples=150, derandomize=True, database=None, **_FUZZ)
+settings.register_profile("long", max_examples=5000, **_FUZZ)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
 def _has_cuda() -> bool:

@@ -168,7 +168,7 @@ def test_change_ci_covers_no_change_at_about_the_stated_rate() -> None:
     "content,message",
     [
         (None, "No such file"),
-        ("{not json", "Cannot read bench report"),
+        ("{not json", "not valid JSON"),
         ('{"schema": 1, "script": "s.py", "entry": "main", "status": "captured"}', "not a usable cgtool bench report"),
         ('[1, 2]', "not a usable cgtool bench report"),
     ],

@@ -36,3 +36,29 @@ def test_unwritable_out_dir_is_an_environment_error(tmp_path):
     with pytest.raises(CgtoolError) as info:
         prepare_out_dir(str(blocker / "sub"))
     assert info.value.exit_code == 3
+
+
+def test_outputs_follow_the_umask_and_a_failed_report_leaves_the_old_one(tmp_path, monkeypatch):
+    import stat
+
+    from cgtool.render import outputs
+
+    out = tmp_path / "out"
+    prepare_out_dir(str(out))
+    old = os.umask(0o022)
+    try:
+        write_outputs(Report(script="/x/s.py", entry="step", graph=sample_graph()), str(out), render_svg=False)
+    finally:
+        os.umask(old)
+    assert {stat.S_IMODE(os.stat(out / n).st_mode) for n in os.listdir(out)} == {0o644}  # not mkstemp's 0600
+
+    def full(path, data):
+        raise CgtoolError(f"Cannot write {path}: No space left on device", 3)
+
+    monkeypatch.setattr(outputs, "write_output", full)
+    before = (out / "report.json").read_text()
+    report = Report(script="/x/s.py", entry="step")
+    with pytest.raises(CgtoolError):
+        write_outputs(report, str(out), render_svg=False)
+    assert (out / "report.json").read_text() == before and "report.json" not in report.outputs
+    assert "graph.dot" not in report.outputs

@@ -7,10 +7,10 @@ from cgtool.render.text import render_text, summary_line
 
 def test_each_finding_shows_location_rule_source_and_fix():
     lines = render_text(cpu_result()).splitlines()
-    i = lines.index(f"{ITEM_SYNC}:14: CG101 [sync] {RULE_BY_ID['CG101'].title}")
+    i = lines.index(f"{ITEM_SYNC}:14: error: CG101 [sync] {RULE_BY_ID['CG101'].title}")
     assert lines[i + 1] == "    if loss.item() > 10.0:"
     assert lines[i + 2] == f"    fix: {RULE_BY_ID['CG101'].hint}"
-    assert f"{MASK_INDEX}:9: CG102 [sync] boolean-mask indexing x[mask] makes the output size depend on the data" \
+    assert f"{MASK_INDEX}:9: error: CG102 [sync] boolean-mask indexing x[mask] makes the output size depend on the data" \
         in lines
 
 
@@ -45,7 +45,7 @@ def test_long_lines_are_not_wrapped():
 def test_a_finding_without_file_names_its_script():
     out = render_text(LintResult([ScriptResult(SIDE_STREAM, device="cuda", findings=[finding("CG502")])],
                                  device="cuda"))
-    assert out.splitlines()[0] == f"{SIDE_STREAM}: CG502 [empty-graph] {RULE_BY_ID['CG502'].title}"
+    assert out.splitlines()[0] == f"{SIDE_STREAM}: warning: CG502 [empty-graph] {RULE_BY_ID['CG502'].title}"
 
 
 def test_a_gpu_run_lists_nothing_skipped():
@@ -57,6 +57,22 @@ def test_a_gpu_run_lists_nothing_skipped():
 def test_a_clean_run_is_one_line():
     out = render_text(LintResult([ScriptResult("samples/train_step.py", device="cuda")], device="cuda"))
     assert out == "1 script checked on cuda: 0 errors, 0 warnings.\n"
+
+
+def test_each_finding_says_its_severity():
+    findings = [finding("CG101", file=ITEM_SYNC, line=1), finding("CG502", file=ITEM_SYNC, line=2),
+                finding("CG101", file=ITEM_SYNC, line=3, severity="info")]
+    lines = render_text(LintResult([ScriptResult(ITEM_SYNC, findings=findings)])).splitlines()
+    assert [ln.split(": ")[1] for ln in lines if ln.startswith(ITEM_SYNC)] == ["error", "warning", "note"]
+
+
+def test_an_interrupted_run_says_so_and_what_was_not_checked():
+    r = LintResult([ScriptResult(ITEM_SYNC, findings=[finding("CG101", file=ITEM_SYNC, line=1)])],
+                   interrupted=True, unchecked=[MASK_INDEX, SIDE_STREAM])
+    assert r.exit_code == 130
+    out = render_text(r)
+    assert f"{ITEM_SYNC}:1: error: CG101" in out
+    assert "1 script checked on cpu: 1 error, 0 warnings in 1 script; interrupted (Ctrl-C): 2 scripts not checked." in out
 
 
 def test_summary_counts_notes():

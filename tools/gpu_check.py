@@ -3,7 +3,9 @@
 Sections: GPU tests · capture of every sample (vs the driver's DOT) · performance bars · failed
 capture · lint of samples/ (hazards by category and line) · bench accuracy, repeatability, cost,
 sweep, compare · partial capture (piecewise, module map) · distributed (tools/gpu_check_dist.py;
-`bash tools/gpu_check.sh distributed`) · compiled (tools/gpu_check_compiled.py: torch.compile's CUDA graphs). Artifacts go to $OUT (or ./gpu-check-out).
+`bash tools/gpu_check.sh distributed`) · compiled (tools/gpu_check_compiled.py: torch.compile's CUDA graphs) ·
+faults (the worker killed in each GPU phase). Artifacts go to $OUT (or ./gpu-check-out).
+One section: `python3 tools/gpu_check.py faults`.
 """
 
 from __future__ import annotations
@@ -372,8 +374,83 @@ def section_partial() -> None:
     row("partial section wall time < 200 s (info)", None, f"{time.perf_counter() - t0:.0f} s")
 
 
+FAULT_STOPS = {  # GPU phase -> where tests/data/faults/stop_in_phase.py waits (3 warmup calls come first)
+    "capture": "capturing",  # the step's call while the stream captures (call 4)
+    "replay-check": "call:5",  # the replay check's eager call on fresh inputs
+    "timing": "call:6",  # the first eager call of the quick timing
+}
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _fault_run(phase: str, sig: int) -> tuple[str, bool, str]:
+    """`cgtool capture` of the fault script, the worker signalled once it waits in `phase`: exit 4, a report
+    naming the signal and the phase, nothing left running (the worker and the `sleep` it forked)."""
+    import shutil
+    import signal as signals
+    import tempfile
+
+    name = signals.Signals(sig).name
+    folder = tempfile.mkdtemp(prefix=f"fault-{phase}-{name}-", dir=WORK)
+    script = shutil.copy(os.path.join(ROOT, "tests", "data", "faults", "stop_in_phase.py"), folder)
+    with open(os.path.join(folder, "fault_at.txt"), "w") as fh:
+        fh.write(FAULT_STOPS[phase] + "\n")
+    out = os.path.join(folder, "out")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "cgtool", "capture", script, "--out", out], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=dict(os.environ, NO_COLOR="1"))
+    pids_path = os.path.join(folder, "pids")
+    while not os.path.exists(pids_path) and proc.poll() is None and time.perf_counter() - t0 < 120:
+        time.sleep(0.05)
+    if not os.path.exists(pids_path):
+        proc.kill()
+        stdout, stderr = proc.communicate()
+        return f"fault: {name} in {phase}", False, f"never stopped there; exit {proc.returncode}: {stdout[-200:]} {stderr[-200:]}"
+    worker, child = (int(p) for p in open(pids_path).read().split())
+    os.kill(worker, sig)
+    try:
+        stdout, stderr = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return f"fault: {name} in {phase}", False, "cgtool did not return within 120 s of the signal"
+    try:
+        report = json.load(open(os.path.join(out, "report.json")))
+        reported = report["errors"][0]["phase"] if report["errors"] else "-"
+        status = report["status"]
+    except (OSError, ValueError, KeyError, IndexError):
+        reported, status = "-", "no report.json"
+    leftovers = [p for p in os.listdir(out) if p.startswith(".")] if os.path.isdir(out) else []
+    ok = (proc.returncode == 4 and status == "worker-failed" and reported == phase and f"killed by {name}" in stdout
+          and not leftovers and _gone(worker) and _gone(child) and "Traceback" not in stdout + stderr)
+    return (f"fault: {name} in {phase}", ok, f"exit {proc.returncode}, {status}, phase reported {reported}, "
+            f"{'no orphan' if _gone(child) else 'ORPHANED sleep ' + str(child)}, {time.perf_counter() - t0:.1f} s")
+
+
+def section_faults() -> None:
+    """The worker killed by SIGKILL, SIGTERM and SIGINT in each GPU phase (capture, replay check, timing): nine
+    runs at once (a tiny step each), about 20-40 s. CPU phases (load, setup, warmup): tests/test_faults.py."""
+    import signal as signals
+    from concurrent.futures import ThreadPoolExecutor
+
+    cases = [(phase, sig) for phase in FAULT_STOPS for sig in (signals.SIGKILL, signals.SIGTERM, signals.SIGINT)]
+    with ThreadPoolExecutor(len(cases)) as pool:
+        for check, ok, detail in pool.map(lambda c: _fault_run(*c), cases):
+            row(check, ok, detail)
+
+
 def main() -> int:
-    sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "overhead", "bench", "dot", "realworld",
+    sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "overhead", "bench", "dot", "faults", "realworld",
                                 "partial", "distributed", "compiled"]
     import torch
 
@@ -382,7 +459,8 @@ def main() -> int:
              "lint": section_lint, "overhead": section_overhead, "bench": section_bench, "dot": section_dot,
              "realworld": lambda: section_realworld(row, cgtool, OUT, WORK), "partial": section_partial,
              "distributed": lambda: __import__("tools.gpu_check_dist").gpu_check_dist.section(ROOT, OUT, WORK, row, markers),
-             "compiled": lambda: __import__("tools.gpu_check_compiled").gpu_check_compiled.section(row, cgtool, OUT, WORK)}
+             "compiled": lambda: __import__("tools.gpu_check_compiled").gpu_check_compiled.section(row, cgtool, OUT, WORK),
+             "faults": section_faults}
     for s in sections:
         t0 = time.perf_counter()
         try:

@@ -5,10 +5,12 @@ SVG is written by hand (no dependency); PNG goes through matplotlib when it is i
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import escape
 
 from cgtool.bench.result import BenchReport
@@ -51,19 +53,24 @@ def sweep_series(report: BenchReport) -> tuple[list[int], list[Series], list[Ser
     return sizes, times, speedups
 
 
-def plot_sweep(report: BenchReport, path: str | Path) -> Path:
-    """Write the sweep chart to path (.svg always works; .png needs matplotlib). Returns the path."""
+def plot_sweep(report: BenchReport, path: str | Path, write: Callable[[str, bytes], Any] | None = None) -> Path:
+    """Write the sweep chart to path (.svg always works; .png needs matplotlib). Returns the path.
+    `write(path, data)` writes the file (the CLI passes its safe writer); by default a plain write."""
     p = Path(path)
     suffix = p.suffix.lower()
     if suffix not in (".svg", ".png"):
         raise CgtoolError(f"--plot writes .svg or .png, not {p.name!r}.", ExitCode.USAGE)
     sizes, times, speedups = sweep_series(report)
     title = _title(report)
+    if suffix == ".svg":
+        data = render_svg(title, sizes, times, speedups).encode("utf-8")
+    else:
+        data = _png_bytes(title, sizes, times, speedups)
+    if write is not None:
+        write(str(p), data)
+        return p
     try:
-        if suffix == ".svg":
-            p.write_text(render_svg(title, sizes, times, speedups), encoding="utf-8")
-        else:
-            _write_png(p, title, sizes, times, speedups)
+        p.write_bytes(data)
     except OSError as exc:
         raise CgtoolError(f"Cannot write the plot to {p}: {exc.strerror or exc}", ExitCode.ENVIRONMENT) from None
     return p
@@ -187,7 +194,7 @@ def _legend(series: list[Series], left: float, top: float) -> list[str]:
     return out
 
 
-def _write_png(path: Path, title: str, sizes: list[int], times: list[Series], speedups: list[Series]) -> None:
+def _png_bytes(title: str, sizes: list[int], times: list[Series], speedups: list[Series]) -> bytes:
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -222,4 +229,6 @@ def _write_png(path: Path, title: str, sizes: list[int], times: list[Series], sp
     bottom.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     bottom.set_xlabel("size (log₂ scale)")
     fig.suptitle(title, fontweight="bold")
-    fig.savefig(path)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()

@@ -312,10 +312,14 @@ class BenchReport:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> BenchReport:
+        if not isinstance(d, dict):
+            raise ValueError("not a cgtool bench report (the JSON is not an object)")
         if d.get("kind") != BENCH_KIND:
             raise ValueError("not a cgtool bench report (no \"kind\": \"cgtool-bench\")")
         if d.get("schema") != BENCH_SCHEMA_VERSION:
             raise ValueError(f"bench report schema {d.get('schema')!r} is not the supported version {BENCH_SCHEMA_VERSION}")
+        if not isinstance(d.get("results"), list) or not all(isinstance(r, dict) for r in d["results"]):
+            raise ValueError("`results` must be a list of objects, one per size")
         return cls(
             results=tuple(BenchResult.from_json(r) for r in d["results"]),
             settings=dict(d.get("settings", {})),
@@ -335,9 +339,27 @@ def read_bench_report(path: str | Path) -> BenchReport:
         data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CgtoolError(f"No such file: {p}", ExitCode.USAGE) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CgtoolError(f"Cannot read bench report {p}: {exc}", ExitCode.USAGE) from None
+    except IsADirectoryError:
+        raise CgtoolError(f"{p} is a folder: give the bench JSON written by --out", ExitCode.USAGE) from None
+    except OSError as exc:
+        raise CgtoolError(f"Cannot read bench report {p}: {exc.strerror or exc}", ExitCode.USAGE) from None
+    except UnicodeDecodeError:
+        raise CgtoolError(f"{p}: not a bench report: the file is not UTF-8 text", ExitCode.USAGE) from None
+    except json.JSONDecodeError as exc:
+        raise CgtoolError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg}); is the file truncated?", ExitCode.USAGE) from None
+    except RecursionError:
+        raise CgtoolError(f"{p}: JSON nested too deeply to be a bench report", ExitCode.USAGE) from None
     try:
         return BenchReport.from_json(data)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise CgtoolError(f"{p} is not a usable cgtool bench report: {exc}", ExitCode.USAGE) from None
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
+        raise CgtoolError(f"{p} is not a usable cgtool bench report: {_reason(exc)}", ExitCode.USAGE) from None
+
+
+def _reason(exc: BaseException) -> str:
+    """A loader's exception in words, without Python's repr of the exception."""
+    if isinstance(exc, KeyError):
+        return f"the field \"{exc.args[0]}\" is missing" if exc.args else "a field is missing"
+    text = str(exc)
+    if isinstance(exc, ValueError) and not text.startswith(("could not convert", "invalid literal")):
+        return text  # one of the loaders' own messages
+    return "a field holds the wrong kind of value (text, a list or null where a number or an object belongs)"

@@ -24,7 +24,7 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
     return list(dict.fromkeys(sizes))
 
 
-@click.command(name="bench")
+@click.command(name="bench", short_help="Careful eager-versus-replay timing, sweeps, CI gate (needs a GPU).")
 @script_options
 @click.option("--budget-s", type=click.FloatRange(min=0.5), default=10.0, show_default=True,
               help="Stop measuring after this many seconds per size, converged or not.")
@@ -94,11 +94,11 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
         raise CgtoolError("--fail-if-slower needs --compare BASELINE.json", ExitCode.USAGE)
     if plot_path and not plot_path.lower().endswith((".svg", ".png")):
         raise CgtoolError(f"--plot takes a .svg or .png file, not {plot_path}", ExitCode.USAGE)
-    from cgtool.render.outputs import check_writable_file
+    from cgtool.render.files import check_writable
 
     for path, option in ((out_file, "--out"), (plot_path, "--plot")):
         if path:
-            check_writable_file(path, option)
+            check_writable(path, option)
     if piecewise or modules_depth is not None:
         from cgtool.commands.bench_partial import bench_partial
 
@@ -173,13 +173,14 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
     else:
         render_bench(report, console(), comparison, quiet=quiet)  # shown first: a file problem loses nothing
     if out_file:
-        from cgtool.render.outputs import atomic_write
+        from cgtool.render.files import write_output
 
-        atomic_write(out_file, data)
+        write_output(out_file, data)
     if plot_path and report.results:
         from cgtool.bench.plot import plot_sweep
+        from cgtool.render.files import write_output
 
-        plot_sweep(report, plot_path)
+        plot_sweep(report, plot_path, write=write_output)
     if outcome.failure == "interrupted":
         sys.exit(ExitCode.INTERRUPTED)
     if outcome.failure is not None:

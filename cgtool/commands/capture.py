@@ -11,9 +11,10 @@ import click
 
 from cgtool.commands.common import exit_code_for, make_job, run_with_progress, script_options
 from cgtool.commands.distributed import nproc_option
+from cgtool.errors import CgtoolError, ExitCode
 
 
-@click.command(name="capture")
+@click.command(name="capture", short_help="Warm up, capture, read the graph, check replay, time it.")
 @script_options
 @click.option("--capture-mode", type=click.Choice(["global", "thread_local", "relaxed"]), default="global",
               show_default=True, help="CUDA stream-capture error mode (torch.cuda.graph capture_error_mode).")
@@ -65,10 +66,14 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
                          the speedup of graphing them; on CPU, which modules' ops carry error findings
 
     \b
+    Without a GPU the script runs on CPU and the CPU analysis (what `cgtool lint` checks) is shown.
+
+    \b
     Exit codes: 0 captured, replay matches, no error findings; 1 problems found (capture failed,
     replay mismatch, error findings, the script raised); 2 usage or input error (missing file, syntax
-    error, no entry function); 3 no CUDA device (the script ran on CPU only) or environment problem;
-    4 the worker crashed or timed out; 130 interrupted.
+    error, no entry function); 3 no CUDA device (the CPU analysis ran and found no error) or an
+    environment problem (output folder or stdout not writable); 4 the worker crashed or timed out;
+    130 interrupted.
 
     \b
     --nproc-per-node N: N ranks through torch.distributed.run, each captured on cuda:LOCAL_RANK (process
@@ -90,6 +95,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
     show = not (as_json or quiet)
+    write_error = None
     with tempfile.TemporaryDirectory(prefix="cgtool-work-") as work_dir:
         outcome = run_with_progress(job.with_work_dir(work_dir), timeout, show=show)
         report = report_from_outcome(job, outcome)
@@ -97,9 +103,15 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
             from cgtool.commands.common import run_partial
 
             run_partial(job, report, timeout, show, {"piecewise": piecewise, "modules": modules_depth})
-        write_outputs(report, out_dir)
+        try:
+            write_outputs(report, out_dir)
+        except CgtoolError as exc:  # a full disk, a folder gone read-only: show the report anyway, then fail
+            write_error = exc
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
     else:
         render_report(report, console(), quiet=quiet)
+    if write_error is not None:
+        raise CgtoolError(f"{write_error.message}. The report above was not saved; free space or pick another "
+                          "folder with --out DIR.", ExitCode.ENVIRONMENT)
     sys.exit(exit_code_for(report, outcome))

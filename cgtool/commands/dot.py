@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from cgtool.graph.summary import GraphSummary
 
 
-@click.command(name="dot")
+@click.command(name="dot", short_help="Summarize, draw or diff a captured graph (no torch, no GPU).")
 @click.argument("file", type=click.Path(dir_okay=True, path_type=str))
 @click.option("-o", "--output", metavar="OUT", help="Draw the graph to OUT (.svg, .png, .pdf; .dot writes cgtool's DOT).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (or the comparison) as JSON.")

@@ -10,26 +10,32 @@ import click
 from cgtool.model.lint_result import LINT_FORMATS
 
 
-@click.command(name="lint")
+@click.command(name="lint", short_help="Capture checks as a CI gate; runs the scripts, works without a GPU.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(LINT_FORMATS), default=None,
               help="Output format [default: text, or `format` from [tool.cgtool]].")
 @click.option("--select", multiple=True, metavar="IDS", help="Only these rule ids or prefixes (CG1, CG201,CG302).")
 @click.option("--ignore", multiple=True, metavar="IDS", help="Leave out these rule ids or prefixes.")
 @click.option("--entry", default="step", show_default=True, help="The entry function scripts define.")
-@click.option("--warmup", type=click.IntRange(min=2), default=None, help="Traced warmup iterations [default: 3].")
+@click.option("--warmup", type=click.IntRange(min=2), default=None, help="Traced warmup iterations, at least 2 [default: 3].")
 @click.option("--timeout", type=click.FloatRange(min=1), default=None, help="Seconds per script [default: 300].")
 @click.option("--cpu", "force_cpu", is_flag=True, help="Run the CPU analysis even when a GPU is present.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Scripts analysed in parallel (each in its own worker process).")
-@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="Write the output to a file.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+              help="Scripts analysed in parallel, each in its own worker process [default: one per CPU, "
+                   "at most one per GiB of free memory and 8].")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
+              help="Write the output to a file (a device, FIFO or symlink's target is written in place).")
 @click.option("--nproc-per-node", "nproc", type=click.IntRange(min=1), default=None, metavar="N",
               help="Analyse each script on N ranks (torch.distributed.run) and add the cross-rank checks (CG6xx).")
 def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignore: tuple[str, ...], entry: str,
-         warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int, output: str | None,
+         warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int | None, output: str | None,
          nproc: int | None) -> None:
     """Check scripts (files, `script.py:fn`, or folders searched for scripts with a step()) for what
     breaks capture.
+
+    \b
+    lint RUNS every script it checks: it imports each one and calls setup, inputs and
+    the step for a few iterations, in a worker process. Lint only code you would run.
 
     \b
     On a CUDA machine: traced warmup, a real capture and replay-versus-eager per script.
@@ -37,39 +43,41 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     rules that need a GPU are listed as skipped.
     Suppress a finding with `# cgtool: ignore[CG101]` on its line. Defaults come from
     [tool.cgtool] in the nearest pyproject.toml (select, ignore, format, warmup, timeout).
+    Progress goes to stderr when it is a terminal. Ctrl-C stops the workers and prints the
+    findings made so far, marked as interrupted.
 
     \b
     Exit codes: 0 no error-severity finding; 1 error findings or a script that could not be
-    analysed; 2 usage error (bad option, missing path, no scripts found).
+    analysed; 2 usage error (bad option, missing path, no scripts found, bad [tool.cgtool]);
+    3 environment problem (the -o file or stdout cannot be written); 130 interrupted (Ctrl-C),
+    after printing the findings made so far.
     """
     from cgtool.lint.config import load_config
     from cgtool.lint.filter import normalize_patterns
-    from cgtool.lint.run import LintOptions, lint_paths
+    from cgtool.lint.run import LintOptions, default_jobs, lint_paths
 
     if output:
-        from cgtool.render.outputs import check_writable_file
+        from cgtool.render.files import check_writable
 
-        check_writable_file(output, "--output")
+        check_writable(output, "--output")
     first = paths[0].rsplit(":", 1)[0] if not os.path.exists(paths[0]) else paths[0]
     # one configuration per run: the nearest [tool.cgtool] above the first path
     config = load_config(first if os.path.isdir(first) else os.path.dirname(os.path.abspath(first)))
     sel = normalize_patterns(_split(select), "--select") if select else config.select
     ign = normalize_patterns(_split(ignore), "--ignore") if ignore else config.ignore
     warm = warmup if warmup is not None else config.warmup if config.warmup is not None else 3
-    if warm < 2:
-        from cgtool.errors import CgtoolError
-
-        raise CgtoolError(f"warmup = {warm} in {config.path}: lint needs at least 2 warmup iterations to compare.")
     opts = LintOptions(entry=entry, warmup=warm, timeout=timeout or config.timeout or 300.0,
-                       select=sel, ignore=ign, force_cpu=force_cpu, jobs=jobs, nproc=nproc or 0)
-    result = lint_paths(paths, opts)
+                       select=sel, ignore=ign, force_cpu=force_cpu, jobs=jobs or default_jobs(), nproc=nproc or 0)
     from cgtool.render.lint_formats import render_lint
+    from cgtool.render.lint_progress import lint_progress
 
+    with lint_progress(sys.stderr.isatty()) as on_progress:
+        result = lint_paths(paths, opts, on_progress)
     text = render_lint(result, fmt or config.format or "text", to_tty=output is None and sys.stdout.isatty())
     if output:
-        from cgtool.render.outputs import atomic_write
+        from cgtool.render.files import write_output
 
-        atomic_write(output, text)
+        write_output(output, text)
     else:
         sys.stdout.write(text)
     sys.exit(result.exit_code)

@@ -14,10 +14,11 @@ from typing import Any
 
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.graph.dotfile import DotFile
-from cgtool.graph.model import Graph, GraphNode
+from cgtool.graph.model import KINDS, Graph, GraphNode
 from cgtool.graph.names import demangle
 
 FORMAT = "cgtool-dot/1"
+MAX_NODES = 2_000_000  # a cg_fold_ids range past this is a broken file, not a graph (it would only eat memory)
 _FIELDS = ("kind", "graph", "name", "mangled", "copy_kind", "bytes", "shared_mem", "child")
 _INTS = {"graph", "bytes", "shared_mem", "child"}
 
@@ -60,12 +61,23 @@ def encode_ids(ids: tuple[int, ...] | list[int]) -> str:
     return ",".join(parts)
 
 
-def decode_ids(text: str) -> list[int]:
+def decode_ids(text: str, limit: int = MAX_NODES) -> list[int]:
+    """The ids that encode_ids wrote; a ValueError for text that is not ranges of ids, or more than `limit`."""
     out: list[int] = []
     for part in filter(None, text.split(",")):
         lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
+        first, last = _whole(lo, "cg_fold_ids"), _whole(hi or lo, "cg_fold_ids")
+        if last - first + 1 > limit - len(out):
+            raise ValueError(f"cg_fold_ids names more than {limit:,} nodes")
+        out.extend(range(first, last + 1))
     return out
+
+
+def _whole(text: str, name: str) -> int:
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdigit() and len(digits) <= 18):
+        raise ValueError(f'{name} holds "{text[:40]}", not a whole number')
+    return int(digits)
 
 
 def is_cgtool_dot(dot: DotFile) -> bool:
@@ -80,8 +92,19 @@ def read_cgtool_dot(dot: DotFile, path: str = "<cgtool dot>") -> Graph:
             "read the full graph from report.json or the driver's DOT instead", ExitCode.USAGE)
     try:
         return _read(dot)
-    except (KeyError, ValueError, IndexError) as exc:
-        raise CgtoolError(f"{path}: a cgtool DOT file with broken cg_* attributes ({exc!r})", ExitCode.USAGE) from None
+    except (KeyError, ValueError, IndexError, TypeError, RecursionError) as exc:
+        raise CgtoolError(f"{path}: a cgtool DOT file with broken cg_* attributes: {_why(exc)}", ExitCode.USAGE) from None
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, KeyError):
+        return f"node {exc.args[0]} is named but never drawn" if exc.args and isinstance(exc.args[0], int) else \
+            f"attribute {exc.args[0] if exc.args else ''} is missing"
+    if isinstance(exc, RecursionError):
+        return "cg_attrs is nested too deeply"
+    if isinstance(exc, ValueError):
+        return str(exc)
+    return "an attribute has the wrong form"
 
 
 def _read(dot: DotFile) -> Graph:
@@ -95,7 +118,9 @@ def _read(dot: DotFile) -> Graph:
     folds = {}  # cluster name -> (members, period, offset of each drawn member)
     for name, sg in dot.subgraphs.items():
         if "cg_fold_ids" in sg.attrs:
-            members, period = decode_ids(sg.attrs["cg_fold_ids"]), int(sg.attrs["cg_period"])
+            members, period = decode_ids(sg.attrs["cg_fold_ids"]), _whole(sg.attrs["cg_period"], "cg_period")
+            if not 1 <= period <= len(members):
+                raise ValueError(f"cg_period {period} does not divide a fold of {len(members)} nodes")
             folds[name] = (members, period, {m: k for k, m in enumerate(members[:period])})
             for k, member in enumerate(members[period:], period):
                 rep = nodes[members[k % period]]
@@ -113,24 +138,38 @@ def _read(dot: DotFile) -> Graph:
             for k in range(len(members) // period - (1 if step else 0)):
                 edges.add((members[k * period + offset[a]], members[k * period + step + offset[b]]))
             continue
-        edges.add((int(e.attrs.get("cg_from", a)), int(e.attrs.get("cg_to", b))))
+        edges.add((_whole(e.attrs["cg_from"], "cg_from") if "cg_from" in e.attrs else a,
+                   _whole(e.attrs["cg_to"], "cg_to") if "cg_to" in e.attrs else b))
     if sorted(nodes) != list(range(len(nodes))):
         raise ValueError("node ids are not 0..n-1")
+    if any(not (a in nodes and b in nodes) for a, b in edges):
+        raise ValueError("an edge names a node that does not exist")
     return Graph(tuple(nodes[i] for i in range(len(nodes))), tuple(sorted(edges)), source="cgtool-dot")
 
 
 def _node(attrs: dict[str, str]) -> GraphNode:
-    kwargs: dict[str, Any] = {"id": int(attrs["cg_id"])}
+    kwargs: dict[str, Any] = {"id": _whole(attrs.get("cg_id", ""), "cg_id")}
     for f in _FIELDS:
         raw = attrs.get(f"cg_{f}")
         if raw is not None:
-            kwargs[f] = int(raw) if f in _INTS else decode(raw)
+            kwargs[f] = _whole(raw, f"cg_{f}") if f in _INTS else decode(raw)
     for f in ("grid", "block"):
         if f"cg_{f}" in attrs:
-            x, y, z = (int(v) for v in attrs[f"cg_{f}"].split(","))
+            dims = attrs[f"cg_{f}"].split(",")
+            if len(dims) != 3:
+                raise ValueError(f"cg_{f} must be three whole numbers x,y,z")
+            x, y, z = (_whole(v, f"cg_{f}") for v in dims)
             kwargs[f] = (x, y, z)
     if kwargs.get("mangled"):
         kwargs["demangled"] = demangle(kwargs["mangled"])
     if "cg_attrs" in attrs:
-        kwargs["attrs"] = json.loads(decode(attrs["cg_attrs"]))
+        try:
+            kwargs["attrs"] = json.loads(decode(attrs["cg_attrs"]))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"cg_attrs is not valid JSON ({exc.msg})") from None
+        if not isinstance(kwargs["attrs"], dict):
+            raise ValueError("cg_attrs must be a JSON object")
+    if kwargs["kind"] not in KINDS:  # from a newer cgtool, or edited: kept, drawn as "unknown"
+        kwargs["attrs"] = {**kwargs.get("attrs", {}), "kind": kwargs["kind"]}
+        kwargs["kind"] = "unknown"
     return GraphNode(**kwargs)

@@ -21,6 +21,9 @@ _TOKEN = re.compile(
     re.S | re.X,
 )
 _KEYWORDS = {"strict", "graph", "digraph", "subgraph", "node", "edge"}
+# Subgraphs nested deeper than this are refused with a clear error rather than a RecursionError (the parser
+# recurses about four Python frames per level). CUDA graphs nest a few levels: child graphs, conditional bodies.
+MAX_DEPTH = 100
 
 
 @dataclass(slots=True)
@@ -84,6 +87,7 @@ class _Parser:
         self.edges: list[DotEdge] = []
         self.subgraphs: dict[str, DotSubgraph] = {}
         self.anon = 0
+        self.depth = 0
 
     # -- tokens ---------------------------------------------------------------------------------
     def _tokenize(self) -> None:
@@ -254,6 +258,16 @@ class _Parser:
         return [name]
 
     def _subgraph(self, parent: str | None, ndef: dict, edef: dict, mentioned: list[str]) -> list[str]:
+        if self.depth >= MAX_DEPTH:
+            raise self._error(self.starts[self.i], f"subgraphs nested more than {MAX_DEPTH} levels deep; cgtool reads "
+                                                   f"at most {MAX_DEPTH} (a CUDA graph's DOT nests a few)")
+        self.depth += 1
+        try:
+            return self._subgraph_body(parent, ndef, edef, mentioned)
+        finally:
+            self.depth -= 1
+
+    def _subgraph_body(self, parent: str | None, ndef: dict, edef: dict, mentioned: list[str]) -> list[str]:
         if self._keyword(self.i) == "subgraph":
             self.i += 1
         name = self._id("a subgraph name") if self._is_id() else ""

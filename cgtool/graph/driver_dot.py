@@ -34,7 +34,7 @@ KIND_BY_DRIVER_TYPE = {
 }
 _GRAPH_REF = re.compile(r"^graph_(\d+)$")
 _ID_FIELD = re.compile(r"^(\d+)(?: \(topoId: (\d+)\))?$")
-_LAUNCH = re.compile(r"^(.*?)<<<(\{[^}]*\}|\d+),(\{[^}]*\}|\d+),(\d+)>>>$", re.S)
+_LAUNCH = re.compile(r"^(.*?)<<<(\{[\d, ]*\}|\d+),(\{[\d, ]*\}|\d+),(\d+)>>>$", re.S)
 _PAIR = re.compile(r"^\((-?\w+),(\d+)\)$")  # flags=0 memcpy "(HtoD,4096)" / memset "(0,4096)"
 _MEMTYPE = {"HOST": "H", "DEVICE": "D", "ARRAY": "D", "UNIFIED": "D"}
 # Kernel records are most of a big dump; read them with one expression instead of the record parser.
@@ -50,7 +50,7 @@ def read_driver_dot(source: str | Path) -> Graph:
 
 def graph_from_driver_dot(dot: DotFile) -> Graph:
     """Interpret a parsed driver dump: clusters become graph ids, labels become typed nodes."""
-    raw = [(dn, _interpret(dn)) for dn in dot.nodes.values()]
+    raw = [(dn, _interpret_or_unknown(dn)) for dn in dot.nodes.values()]
     referenced = {ref for _, fields in raw for ref in fields.pop("_refs", ())}
     clusters = [name for name in dot.subgraphs if name.startswith("cluster")]
     label_of = {name: dot.subgraphs[name].attrs.get("label", name) for name in clusters}
@@ -75,6 +75,15 @@ def graph_from_driver_dot(dot: DotFile) -> Graph:
     if not nodes:
         raise CgtoolError("the DOT file has no nodes: nothing to read as a CUDA graph", ExitCode.USAGE)
     return Graph(nodes=tuple(nodes), edges=edges, source="driver-dot")
+
+
+def _interpret_or_unknown(dn: DotNode) -> dict[str, Any]:
+    """_interpret, but a label it cannot make sense of (numbers past Python's int limit, records nested
+    hundreds deep) is an unknown node, as any label the reader does not know is."""
+    try:
+        return _interpret(dn)
+    except (ValueError, IndexError, KeyError, TypeError, RecursionError):
+        return _unknown("", {"unreadable_label": True})
 
 
 def _interpret(dn: DotNode) -> dict[str, Any]:

@@ -76,12 +76,32 @@ class GraphNode:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> GraphNode:
-        known = {f.name for f in fields(cls)}
-        kwargs = {k: v for k, v in data.items() if k in known}
-        for dim in ("grid", "block"):
-            if kwargs.get(dim) is not None:
-                kwargs[dim] = tuple(kwargs[dim])
+    def from_json(cls, data: dict[str, Any], where: str = "node") -> GraphNode:
+        """The node in `data`; a ValueError naming `where` and the field for anything malformed. A kind this
+        cgtool does not know becomes "unknown", the original kept in attrs["kind"]."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{where} is {json_type(data)}, not an object")
+        for name in ("id", "kind"):
+            if name not in data:
+                raise ValueError(f"{where} has no `{name}`")
+        kwargs: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in data or (data[f.name] is None and f.name not in ("id", "kind")):
+                continue
+            value, expected = data[f.name], _NODE_FIELDS[f.name]
+            if expected == "dim3":
+                ok = isinstance(value, list) and len(value) == 3 and all(_is_int(v) for v in value)
+                value = tuple(value) if ok else value
+            elif expected == "int":
+                ok = _is_int(value)
+            else:
+                ok = isinstance(value, _JSON_TYPES[expected])
+            if not ok:
+                raise ValueError(f"{where}.{f.name} is {json_type(value)}, expected {_EXPECTED[expected]}")
+            kwargs[f.name] = value
+        if kwargs["kind"] not in KINDS:
+            kwargs["attrs"] = {**kwargs.get("attrs", {}), "kind": kwargs["kind"]}
+            kwargs["kind"] = "unknown"
         return cls(**kwargs)
 
     @property
@@ -90,6 +110,34 @@ class GraphNode:
         if self.kind != "kernel" or self.grid is None or self.block is None:
             return ""
         return f"<<<{_dim(self.grid)},{_dim(self.block)},{self.shared_mem or 0}>>>"
+
+
+_NODE_FIELDS = {"id": "int", "kind": "str", "graph": "int", "name": "str", "mangled": "str", "demangled": "str",
+                "grid": "dim3", "block": "dim3", "shared_mem": "int", "copy_kind": "str", "bytes": "int",
+                "child": "int", "attrs": "dict"}
+_JSON_TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "dict": dict}
+_EXPECTED = {"int": "a whole number", "str": "text", "dim3": "three whole numbers [x, y, z]", "dict": "an object"}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def json_type(value: Any) -> str:
+    """How a JSON value's type reads in an error message: "text", "a list", "null", ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
 
 
 def _dim(d: Dim3) -> str:
@@ -113,10 +161,30 @@ class Graph:
         }
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Graph:
-        nodes = tuple(GraphNode.from_json(n) for n in data["nodes"])
-        edges = tuple((int(a), int(b)) for a, b in data["edges"])
-        return cls(nodes=nodes, edges=edges, source=data.get("source", "json"))
+    def from_json(cls, data: dict[str, Any], where: str = "graph") -> Graph:
+        """The graph in `data`, checked: nodes and edges are lists, node ids are 0..n-1 in order, and edges
+        join existing nodes. A ValueError says which field is wrong (`graph.nodes[3].grid is text, ...`)."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{where} is {json_type(data)}, not an object")
+        for name in ("nodes", "edges"):
+            if not isinstance(data.get(name), list):
+                found = "missing" if name not in data else json_type(data[name])
+                raise ValueError(f"{where}.{name} is {found}, expected a list")
+        nodes = tuple(GraphNode.from_json(n, f"{where}.nodes[{i}]") for i, n in enumerate(data["nodes"]))
+        for i, node in enumerate(nodes):
+            if node.id != i:
+                raise ValueError(f"{where}.nodes[{i}] has id {node.id}: node ids must be 0..n-1 in order")
+        edges = []
+        for i, e in enumerate(data["edges"]):
+            if not (isinstance(e, list) and len(e) == 2 and all(_is_int(v) for v in e)):
+                raise ValueError(f"{where}.edges[{i}] is {json_type(e)}, expected a pair of node ids [from, to]")
+            if not all(0 <= v < len(nodes) for v in e):
+                raise ValueError(f"{where}.edges[{i}] {e} names a node that does not exist (the graph has {len(nodes)})")
+            edges.append((e[0], e[1]))
+        source = data.get("source", "json")
+        if not isinstance(source, str):
+            raise ValueError(f"{where}.source is {json_type(source)}, expected text")
+        return cls(nodes=nodes, edges=tuple(edges), source=source)
 
     def count_by_kind(self) -> dict[str, int]:
         counts: dict[str, int] = {}

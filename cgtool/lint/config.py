@@ -1,7 +1,7 @@
 """Lint defaults from `[tool.cgtool]` in the nearest pyproject.toml that has one, validated.
 
 Keys: select, ignore (lists of rule ids or prefixes), format (text|json|sarif|github|junit),
-warmup (iterations, an integer >= 0), timeout (seconds, a number > 0). Command-line options win.
+warmup (traced iterations, an integer >= MIN_WARMUP), timeout (seconds, a number > 0). Command-line options win.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from cgtool.lint.filter import normalize_patterns
 from cgtool.model.lint_result import LINT_FORMATS
 
 KEYS = ("select", "ignore", "format", "warmup", "timeout")
+MIN_WARMUP = 2  # lint compares warmup iterations with each other (shapes, branches): one is not enough
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,14 @@ def load_config(start_dir: str | Path) -> LintConfig:
         return LintConfig()
     try:
         text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CgtoolError(f"cannot read {path}: {exc}", ExitCode.USAGE) from None
-    table = _toml_loads(text, path).get("tool", {}).get("cgtool")
+    except UnicodeDecodeError as exc:
+        raise CgtoolError(f"{path}: not UTF-8 text (byte {exc.start}), as TOML must be", ExitCode.USAGE) from None
+    except OSError as exc:
+        raise CgtoolError(f"{path}: cannot read it: {exc.strerror or exc}", ExitCode.USAGE) from None
+    tool = _toml_loads(text, path).get("tool", {})
+    if not isinstance(tool, dict):
+        raise CgtoolError(f"{path}: `tool` must be a table ([tool.cgtool] lives in it)", ExitCode.USAGE)
+    table = tool.get("cgtool")
     if table is None:
         return LintConfig()
     return parse_config(table, str(path))
@@ -91,7 +97,7 @@ def parse_config(table: Any, path: str) -> LintConfig:
         raise CgtoolError(f"{where} must be a table", ExitCode.USAGE)
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        raise CgtoolError(f"{where} has unknown key {unknown[0]!r}; known keys: {', '.join(KEYS)}", ExitCode.USAGE)
+        raise CgtoolError(f"{where} has unknown key {_show(unknown[0])}; known keys: {', '.join(KEYS)}", ExitCode.USAGE)
     return LintConfig(
         select=_rule_list(table, "select", where),
         ignore=_rule_list(table, "ignore", where),
@@ -106,21 +112,22 @@ def _rule_list(table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
     value = table.get(key, [])
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise CgtoolError(f'{where} {key} must be a list of rule ids or prefixes, like ["CG101", "CG3"]; '
-                          f"got {value!r}", ExitCode.USAGE)
+                          f"got {_show(value)}", ExitCode.USAGE)
     return normalize_patterns(value, f"{where} {key}")
 
 
 def _format(table: dict[str, Any], where: str) -> str | None:
     value = table.get("format")
     if value is not None and value not in LINT_FORMATS:
-        raise CgtoolError(f"{where} format must be one of {', '.join(LINT_FORMATS)}; got {value!r}", ExitCode.USAGE)
+        raise CgtoolError(f"{where} format must be one of {', '.join(LINT_FORMATS)}; got {_show(value)}", ExitCode.USAGE)
     return value
 
 
 def _warmup(table: dict[str, Any], where: str) -> int | None:
     value = table.get("warmup")
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise CgtoolError(f"{where} warmup must be a whole number of iterations >= 0; got {value!r}", ExitCode.USAGE)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < MIN_WARMUP):
+        raise CgtoolError(f"{where} warmup must be a whole number of iterations >= {MIN_WARMUP} (lint compares "
+                          f"iterations); got {_show(value)}", ExitCode.USAGE)
     return value
 
 
@@ -129,5 +136,13 @@ def _timeout(table: dict[str, Any], where: str) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise CgtoolError(f"{where} timeout must be a number of seconds > 0; got {value!r}", ExitCode.USAGE)
+        raise CgtoolError(f"{where} timeout must be a number of seconds > 0; got {_show(value)}", ExitCode.USAGE)
     return float(value)
+
+
+def _show(value: Any) -> str:
+    """A TOML value as TOML would spell it (roughly), not as Python's repr: "x", [1, 2], true."""
+    import json
+
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= 80 else text[:77] + "..."

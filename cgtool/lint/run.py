@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import ast
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.lint.filter import filter_findings, rule_enabled
 from cgtool.model.job import CAPTURE, Job
 from cgtool.model.lint_result import ANALYSED, ERROR, LintResult, ScriptResult
-from cgtool.model.report import CAPTURE_FAILED, Report
+from cgtool.model.report import CAPTURE_FAILED, WORKER_FAILED, Report
 from cgtool.model.rules import GPU_ONLY_RULES
 
 _SKIP_DIRS = {"__pycache__", ".git", ".venv", "venv", "node_modules", "build", "dist", "cgtool-out"}
@@ -35,8 +36,8 @@ def defines_function(path: str, name: str) -> bool:
     try:
         with open(path, "rb") as fh:
             tree = ast.parse(fh.read(), path)
-    except (SyntaxError, ValueError, OSError):
-        return True  # let the analysis report the syntax error for this file
+    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+        return True  # let the analysis report the syntax error (or the nesting) for this file
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in tree.body)
 
 
@@ -62,19 +63,133 @@ def find_scripts(paths: Sequence[str], entry: str) -> list[tuple[str, str]]:
     return list(dict.fromkeys(found))
 
 
-def lint_paths(paths: Sequence[str], opts: LintOptions) -> LintResult:
+def default_jobs() -> int:
+    """Scripts analysed at once when -j is not given: one per CPU this process may use, at most one per
+    GiB of available memory (each worker is a Python with torch imported, 0.4-0.6 GB on CPU before the
+    script's own model; more with a CUDA context) and at most MAX_DEFAULT_JOBS (on a GPU machine every
+    worker shares the GPU)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    memory = _available_memory()
+    by_memory = cpus if memory is None else int(memory // WORKER_MEMORY)
+    return max(1, min(cpus, by_memory, MAX_DEFAULT_JOBS))
+
+
+MAX_DEFAULT_JOBS = 8
+WORKER_MEMORY = 1 << 30  # bytes of available memory counted per worker
+
+
+def _available_memory() -> int | None:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+Progress = Callable[[int, int, str], None]  # (scripts done, scripts in all, the script just done)
+
+
+def lint_paths(paths: Sequence[str], opts: LintOptions, on_progress: Progress | None = None) -> LintResult:
+    """Analyse every script found under `paths`, `opts.jobs` at a time (-j 1: one after another in this
+    thread). Ctrl-C stops the workers under way and returns what finished, with `interrupted` set."""
     from cgtool import __version__
 
     scripts = find_scripts(paths, opts.entry)
     if not scripts:
         raise CgtoolError(f"No scripts with a `{opts.entry}()` function under {', '.join(paths)}.", ExitCode.USAGE)
-    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
-        results = list(pool.map(lambda pe: lint_one(pe[0], opts, pe[1]), scripts))
+    done: dict[int, ScriptResult] = {}
+    if on_progress is not None:
+        on_progress(0, len(scripts), "")
+
+    def finished(i: int, result: ScriptResult) -> None:
+        if i not in done:
+            done[i] = result
+            if on_progress is not None:
+                on_progress(len(done), len(scripts), scripts[i][0])
+
+    if opts.jobs <= 1 or len(scripts) == 1:
+        interrupted = _run_in_turn(scripts, opts, finished)
+    else:
+        interrupted = _run_in_pool(scripts, opts, finished)
+    results = [done[i] for i in sorted(done)]
     device = "cuda" if any(r.device == "cuda" for r in results) else "cpu"
-    return LintResult(scripts=results, version=__version__, device=device)
+    unchecked = [path for i, (path, _) in enumerate(scripts) if i not in done] if interrupted else []
+    return LintResult(scripts=results, version=__version__, device=device, interrupted=interrupted,
+                      unchecked=unchecked)
 
 
-def lint_one(path: str, opts: LintOptions, entry: str | None = None) -> ScriptResult:
+def _run_in_turn(scripts: list[tuple[str, str]], opts: LintOptions,
+                 finished: Callable[[int, ScriptResult], None]) -> bool:
+    """One script after another in this thread; True when Ctrl-C stopped the run."""
+    try:
+        for i, (path, entry) in enumerate(scripts):
+            result = lint_one(path, opts, entry)
+            if result is None:
+                return True
+            finished(i, result)
+    except KeyboardInterrupt:  # between two workers: the one under way was already stopped
+        return True
+    return False
+
+
+def _run_in_pool(scripts: list[tuple[str, str]], opts: LintOptions,
+                 finished: Callable[[int, ScriptResult], None]) -> bool:
+    """`opts.jobs` workers at once, each watched by a thread. Ctrl-C may be delivered to any thread, but Python
+    raises KeyboardInterrupt only in this one, and only when it runs: so it waits in short slices, never
+    blocked for good. On Ctrl-C it sets `stop`, and every thread stops its worker within a poll interval."""
+    stop = threading.Event()
+    pool = ThreadPoolExecutor(max_workers=opts.jobs, thread_name_prefix="cgtool-lint")
+    futures: dict[Future[ScriptResult | None], int] = {}
+    interrupted = False
+    try:
+        for i, (path, entry) in enumerate(scripts):
+            futures[pool.submit(lint_one, path, opts, entry, stop)] = i
+        pending = set(futures)
+        while pending and not interrupted:
+            done, pending = wait(pending, timeout=_SLICE_S, return_when=FIRST_COMPLETED)
+            for future in done:
+                result = future.result()
+                if result is None:
+                    interrupted = True
+                else:
+                    finished(futures[future], result)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        stop.set()
+        _shutdown(pool)
+    if interrupted:  # keep the scripts that finished while the others were being stopped
+        for future, i in futures.items():
+            if future.done() and not future.cancelled() and future.exception() is None:
+                result = future.result()
+                if result is not None:
+                    finished(i, result)
+    return interrupted
+
+
+_SLICE_S = 0.1
+
+
+def _shutdown(pool: ThreadPoolExecutor) -> None:
+    """Cancel what has not started and wait for the threads (each stops its worker within a poll interval);
+    another Ctrl-C meanwhile does not leave a worker behind."""
+    while True:
+        try:
+            pool.shutdown(wait=True, cancel_futures=True)
+            return
+        except KeyboardInterrupt:
+            continue
+
+
+def lint_one(path: str, opts: LintOptions, entry: str | None = None,
+             stop: threading.Event | None = None) -> ScriptResult | None:
+    """Analyse one script in its own worker; None when Ctrl-C (or `stop`) ended the worker first."""
     from cgtool.worker.client import report_from_outcome, run_job
 
     job = Job(CAPTURE, os.path.abspath(path), entry or opts.entry, force_cpu=opts.force_cpu,
@@ -83,7 +198,9 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None) -> ScriptRe
         from cgtool.worker.distributed import lint_report
 
         return script_result(path, lint_report(job, opts.nproc, opts.timeout), opts)
-    outcome = run_job(job, opts.timeout)
+    outcome = run_job(job, opts.timeout, stop=stop)
+    if outcome.failure == "interrupted":
+        return None
     return script_result(path, report_from_outcome(job, outcome), opts)
 
 
@@ -96,7 +213,8 @@ def script_result(path: str, report: Report, opts: LintOptions) -> ScriptResult:
             continue  # a failed capture is a finding (CG501 or the root cause), not a script error
         frame = e.user_frame
         where = f" at {os.path.relpath(frame.file)}:{frame.line}" if frame else ""
-        errors.append(f"{e.phase} failed{where}: {e.label}{e.message}")
+        first_line = e.message.strip().splitlines()[0] if e.message.strip() else ""  # lint's errors are one line each
+        errors.append(f"{e.phase} failed{where}: {e.label}{first_line}{_last_output(report)}")
     skipped: list[str] = []
     reason = ""
     if report.device != "cuda":
@@ -104,3 +222,14 @@ def script_result(path: str, report: Report, opts: LintOptions) -> ScriptResult:
         reason = "no CUDA device: these rules need a real capture and replay"
     return ScriptResult(path=path, entry=report.entry, status=ERROR if errors else ANALYSED, device=report.device,
                         findings=findings, errors=errors, skipped_rules=skipped, skipped_reason=reason)
+
+
+def _last_output(report: Report) -> str:
+    """For a worker that died: the script's last line of output (lint writes no report to look in)."""
+    if report.status != WORKER_FAILED:
+        return ""
+    lines = [ln.strip() for ln in report.script_output.splitlines() if ln.strip()]
+    if not lines:
+        return " The script printed nothing."
+    last = lines[-1] if len(lines[-1]) <= 200 else lines[-1][:197] + "..."
+    return f" The script's last output: {last}"

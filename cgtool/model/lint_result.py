@@ -77,6 +77,8 @@ class LintResult:
     scripts: list[ScriptResult] = field(default_factory=list)
     version: str = ""  # cgtool version
     device: str = "cpu"  # "cuda" when the run had a GPU, else "cpu"
+    interrupted: bool = False  # stopped by Ctrl-C: `scripts` holds what finished before it
+    unchecked: list[str] = field(default_factory=list)  # scripts found but not analysed (interrupted)
 
     def findings(self) -> Iterator[tuple[ScriptResult, Finding]]:
         """Every finding with the script it came from."""
@@ -117,7 +119,10 @@ class LintResult:
 
     @property
     def exit_code(self) -> int:
-        """0 when there is no error-severity finding and every script was analysed, 1 otherwise."""
+        """130 when interrupted; else 0 when there is no error-severity finding and every script was
+        analysed, 1 otherwise."""
+        if self.interrupted:
+            return ExitCode.INTERRUPTED
         return ExitCode.PROBLEMS if self.error_count or self.failed_scripts else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
@@ -133,8 +138,10 @@ class LintResult:
                 "infos": self.info_count,
                 "skipped_rules": self.skipped_rules,
                 "exit_code": self.exit_code,
+                "interrupted": self.interrupted,
             },
             "scripts": [s.to_json() for s in self.scripts],
+            "unchecked": list(self.unchecked),
         }
 
     @classmethod
@@ -146,4 +153,6 @@ class LintResult:
             scripts=[ScriptResult.from_json(s) for s in d.get("scripts", [])],
             version=d.get("cgtool_version", ""),
             device=d.get("device", "cpu"),
+            interrupted=bool(d.get("summary", {}).get("interrupted", False)),
+            unchecked=list(d.get("unchecked", [])),
         )

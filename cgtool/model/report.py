@@ -28,6 +28,7 @@ COMPILED = "compiled"  # the step is compiled with CUDA graphs: torch.compile's 
 CPU_ONLY = "cpu-only"  # no CUDA device: the script ran on CPU only
 SCRIPT_ERROR = "script-error"  # the script could not be loaded, or setup/inputs/step raised in warmup
 WORKER_FAILED = "worker-failed"  # the worker crashed, timed out, or was interrupted
+CPU_SKIPPED = "capture, graph, replay check and timing need a CUDA device"  # Report.skipped on a CPU-only run
 
 
 @dataclass

@@ -8,6 +8,15 @@ from cgtool.model.job import BENCH, PARTIAL, Job
 from cgtool.model.phase_log import PhaseLog
 
 
+def preload() -> None:
+    """Import torch before the script runs, so that what its import prints (a NumPy warning) comes before
+    the script's own output; a missing torch is reported later, by the job."""
+    try:
+        import torch  # noqa: F401
+    except Exception:  # ImportError, or a broken install raising anything: the job reports it
+        pass
+
+
 def run_job(job: Job, log: PhaseLog) -> dict[str, Any]:
     """Run `job` in this process; JSON-ready data back (a Report or a BenchReport)."""
     if job.kind == BENCH:

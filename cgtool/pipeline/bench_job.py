@@ -44,7 +44,7 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
                 break  # the CUDA context is unusable after a failed capture
     except CgtoolError as exc:
         errors.append(error_record("load", exc))
-    except SystemExit as exc:
+    except (SystemExit, KeyboardInterrupt) as exc:  # the script's own sys.exit() or KeyboardInterrupt
         errors.append(error_record(progress.current or "load", exc))
     except ScriptRaised as exc:
         errors.append(error_record(exc.phase, exc.exc))

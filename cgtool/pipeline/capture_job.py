@@ -8,7 +8,7 @@ from typing import Any
 from cgtool.errors import CgtoolError
 from cgtool.model.job import Job
 from cgtool.model.phase_log import PhaseLog
-from cgtool.model.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, SCRIPT_ERROR, ErrorRecord, Report
+from cgtool.model.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, ErrorRecord, Report
 from cgtool.script.contract import Script, ScriptRaised, load_script
 from cgtool.script.errors import error_record
 from cgtool.script.frames import user_frames_of_traceback
@@ -49,7 +49,9 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
     except ScriptRaised as exc:
         report.status = SCRIPT_ERROR
         report.errors.append(error_record(exc.phase, exc.exc))
-    except SystemExit as exc:  # the script called sys.exit(): its choice, reported as the script's error
+    except (SystemExit, KeyboardInterrupt) as exc:
+        # the script called sys.exit() or raised KeyboardInterrupt itself (a real SIGINT ends the worker
+        # before Python sees it, worker/child.py): its choice, reported as the script's error
         report.status = SCRIPT_ERROR
         report.errors.append(error_record(progress.current or "load", exc))
     except Exception as exc:  # anything else: keep what was learned so far (and the traceback in the output)
@@ -70,12 +72,11 @@ def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progre
     from cgtool.pipeline.cpu_analysis import analyze_on_cpu
 
     report.device = "cpu"
-    progress.phase("warmup", f"{settings['warmup']} iterations on CPU")
-    _trace, findings, errors = analyze_on_cpu(script, warmup=settings["warmup"])
+    _trace, findings, errors = analyze_on_cpu(script, warmup=settings["warmup"], progress=progress)
     report.findings.extend(findings)
     report.errors.extend(errors)
     report.status = SCRIPT_ERROR if errors else CPU_ONLY
-    report.skipped.append("capture, graph, replay check and timing need a CUDA device")
+    report.skipped.append(CPU_SKIPPED)
 
 
 def _run_compiled(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog, job: Job,

@@ -8,17 +8,19 @@ from __future__ import annotations
 from typing import Any
 
 from cgtool.model.finding import Finding
+from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.model.trace import Trace
 from cgtool.script.contract import Args, Script
 from cgtool.script.errors import error_record
 
 
-def analyze_on_cpu(script: Script, warmup: int = 3) -> tuple[Trace, list[Finding], list[ErrorRecord]]:
+def analyze_on_cpu(script: Script, warmup: int = 3,
+                   progress: PhaseLog | None = None) -> tuple[Trace, list[Finding], list[ErrorRecord]]:
     """Run setup, `warmup` traced iterations (inputs(i) each) and one traced capture iteration (inputs(warmup))
     under the CUDA stand-ins, as the GPU run does; return the trace, the findings, and the errors the script
     raised (phase setup, inputs, warmup or capture). When the step raises, the iterations so far are still
-    checked: the last op names the line.
+    checked: the last op names the line. `progress` hears the phases (setup, warmup).
 
     The device passed to setup() and inputs() is `torch.device("cuda")`, as on a GPU, so scripts that choose by
     device (`capturable=(device.type == "cuda")`, pinned memory, fused kernels) take their GPU path; the
@@ -39,7 +41,11 @@ def analyze_on_cpu(script: Script, warmup: int = 3) -> tuple[Trace, list[Finding
         trace = tracer.trace
         trace.default_stream, trace.capture_stream = DEFAULT_STREAM, CAPTURE_STREAM
         with tracer:
+            if progress is not None:
+                progress.phase("setup", "on CPU")
             state = _phase(errors, "setup", tracer, cuda, lambda: script.call_setup(device))
+            if progress is not None and state is not None:
+                progress.phase("warmup", f"{warmup} iterations and an emulated capture on CPU")
             for i in range(warmup + 1 if state is not None else 0):
                 phase = "warmup" if i < warmup else "capture"
                 inputs = _phase(errors, "inputs", tracer, cuda, lambda: script.call_inputs(i, device))

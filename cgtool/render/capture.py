@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cgtool.model.report import CAPTURE_FAILED, CAPTURED, COMPILED, CPU_ONLY, WORKER_FAILED, Report
+from cgtool.model.report import CAPTURE_FAILED, CAPTURED, COMPILED, CPU_ONLY, CPU_SKIPPED, WORKER_FAILED, Report
 from cgtool.render.units import fmt_us
 
 
@@ -22,7 +22,7 @@ def verdict_line(report: Report) -> str:
     return {
         CAPTURED: "captured (timing skipped)",
         CAPTURE_FAILED: "capture failed",
-        CPU_ONLY: "ran on CPU only: capture, replay, graph and speedup need a CUDA device",
+        CPU_ONLY: "no CUDA device: the CPU analysis ran; capture, graph, replay check and speedup need a GPU",
         WORKER_FAILED: "the worker did not finish",
     }.get(report.status, "the script did not run")
 
@@ -61,8 +61,12 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
         judged = evidence_line(report)
         if judged and not quiet:
             out.print(f"[dim]{escape(judged)}[/]", soft_wrap=True)
+    if not quiet and report.status == CPU_ONLY:
+        render_cpu_analysis(report, out)
     if not quiet:
         for s in report.skipped:
+            if report.status == CPU_ONLY and s == CPU_SKIPPED:
+                continue  # render_cpu_analysis said what a GPU adds
             out.print(f"[yellow]skipped:[/] {escape(s)}")
         if report.script_output.strip() and (report.errors or report.status == WORKER_FAILED):
             tail = "\n".join(report.script_output.rstrip().splitlines()[-15:])
@@ -78,6 +82,22 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
         from cgtool.render.partial import partial_verdict
 
         out.print(f"[bold]{escape(partial_verdict(report))}[/]")
+
+
+def render_cpu_analysis(report: Report, out: Console) -> None:
+    """On a machine without a GPU: what the CPU analysis checked and found, and what a GPU run adds."""
+    from cgtool.model.rules import GPU_ONLY_RULES
+
+    counts = {sev: sum(1 for f in report.findings if f.severity == sev) for sev in ("error", "warning", "info")}
+    found = ", ".join(f"{n} {sev if sev != 'info' else 'note'}{'s' if n != 1 else ''}" for sev, n in counts.items() if n)
+    warmup = report.settings.get("warmup")
+    ran = f"{warmup} warmup iterations traced on CPU" if isinstance(warmup, int) else "warmup traced on CPU"
+    result = f"[bold]{escape(found)}[/] (above)" if found else "[green]no hazard found[/]"
+    out.print(f"[bold]CPU analysis[/] (what `cgtool lint` checks: syncs, shapes, control flow, streams, RNG, "
+              f"host inputs): {ran}: {result}")
+    out.print(f"[dim]On a CUDA machine, capture also records the step as a graph and reads it (nodes, kernels, "
+              f"launch dims), checks replay against eager, and times both; rules {', '.join(GPU_ONLY_RULES)} "
+              f"need that.[/]")
 
 
 def _has_problems(report: Report) -> bool:

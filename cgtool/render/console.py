@@ -1,20 +1,95 @@
-"""Shared rich console setup: respects NO_COLOR and non-TTY output; errors go to stderr."""
+"""Shared rich console setup: respects NO_COLOR and non-TTY output; errors go to stderr; a full or closed
+stdout becomes one CgtoolError (exit 3) instead of a traceback."""
 
 from __future__ import annotations
 
+import io
 import os
+import sys
 
 from rich.console import Console
+from rich.text import Text
+
+from cgtool.errors import CgtoolError, ExitCode
+
+# Output that is not a terminal (a pipe, a file, a CI log) is never wrapped: lines stay whole for grep.
+UNWRAPPED_WIDTH = 100_000
 
 _consoles: dict[bool, Console] = {}
 
 
 def console(stderr: bool = False) -> Console:
-    """The process's rich Console for stdout (or stderr); no colour when NO_COLOR is set."""
+    """The process's rich Console for stdout (or stderr); no colour when NO_COLOR is set; not a terminal:
+    no wrapping (long kernel names stay on one line)."""
     if stderr not in _consoles:
-        _consoles[stderr] = Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+        out = Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+        if not out.is_terminal:
+            out = Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False,
+                          width=UNWRAPPED_WIDTH, soft_wrap=True)
+        _consoles[stderr] = out
     return _consoles[stderr]
 
 
 def print_error(message: str) -> None:
-    console(stderr=True).print(f"[bold red]error:[/] {message}", soft_wrap=True)
+    """`error: message` on stderr; the message is plain text (`[tool.cgtool]` is not markup)."""
+    console(stderr=True).print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
+
+
+class _GuardedStdout(io.TextIOWrapper):
+    """sys.stdout whose write and flush turn an OSError (a full disk, a closed pipe) into a CgtoolError."""
+
+    def write(self, text: str) -> int:
+        try:
+            return super().write(text)
+        except OSError as exc:
+            raise stdout_error(exc) from None
+
+    def flush(self) -> None:
+        try:
+            super().flush()
+        except OSError as exc:
+            raise stdout_error(exc) from None
+
+
+class _ClosedStdout(io.TextIOBase):
+    """Stands in for a closed stdout (`cgtool ... >&-`): the first write is an error, not a silent loss."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        raise CgtoolError("cannot write to standard output: it is closed.", ExitCode.ENVIRONMENT)
+
+
+def stdout_error(exc: OSError) -> CgtoolError:
+    """The one-line error for a write to stdout that failed."""
+    reason = "the reader closed the pipe" if isinstance(exc, BrokenPipeError) else exc.strerror or str(exc)
+    return CgtoolError(f"cannot write to standard output: {reason}.", ExitCode.ENVIRONMENT)
+
+
+def guard_stdout() -> None:
+    """Make the process's stdout report a full, broken or closed stream as a CgtoolError. Only the real
+    stdout is replaced (a test's captured stream is left alone)."""
+    out = sys.stdout
+    if out is None:
+        sys.stdout = _ClosedStdout()
+        return
+    if out is not sys.__stdout__ or type(out) is not io.TextIOWrapper:
+        return
+    try:
+        out.flush()
+    except OSError:
+        pass
+    sys.stdout = _GuardedStdout(out.buffer, encoding=out.encoding, errors=out.errors,
+                                line_buffering=out.line_buffering, write_through=out.write_through)
+
+
+def silence_stdout() -> None:
+    """After stdout failed: point fd 1 at /dev/null so the interpreter's last flush at exit cannot fail
+    again ("Exception ignored ... BrokenPipeError"), and drop what is still buffered."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ is not None else 1)
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass

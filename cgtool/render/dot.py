@@ -181,10 +181,11 @@ def _body_label(graph: Graph, gid: int) -> str:
 
 def _title(graph: Graph, title: str) -> str:
     """The picture's heading: counts, then a colour key of the kinds present (an HTML-like label)."""
-    kinds = sorted(graph.count_by_kind(), key=list(PALETTE).index)
+    order = list(PALETTE)
+    kinds = sorted(graph.count_by_kind(), key=lambda k: (order.index(k) if k in PALETTE else len(order), k))
     # Fixed sizes throughout: otherwise Graphviz stretches the key to the width of a long title.
     widths = [6 * len(kind_word(k)) + 12 for k in kinds]
-    cells = "".join(f'<TD BGCOLOR="{PALETTE[k][0]}" BORDER="1" FIXEDSIZE="TRUE" WIDTH="{w}" HEIGHT="16">'
+    cells = "".join(f'<TD BGCOLOR="{PALETTE.get(k, PALETTE["unknown"])[0]}" BORDER="1" FIXEDSIZE="TRUE" WIDTH="{w}" HEIGHT="16">'
                     f'{kind_word(k)}</TD>' for k, w in zip(kinds, widths))
     title = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     if len(kinds) < 2:  # one colour needs no key
@@ -230,9 +231,7 @@ def output_format(out_path: str) -> str:
 def render_file(dot_source: str, out_path: str) -> None:
     """Write `dot_source` to out_path, rendered as its extension says (.svg, .png, .pdf; .dot is the text)."""
     fmt = output_format(out_path)
+    from cgtool.render.files import write_output
+
     data = dot_source.encode() if fmt == "dot" else render_source(dot_source, fmt)
-    try:
-        with open(out_path, "wb") as fh:
-            fh.write(data)
-    except OSError as exc:
-        raise CgtoolError(f"Cannot write {out_path}: {exc.strerror or exc}", ExitCode.ENVIRONMENT) from None
+    write_output(out_path, data)

@@ -11,14 +11,16 @@ from cgtool.model.report import ErrorRecord
 _COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
 _EVIDENCE = {"confirmed": "[red]confirmed by the capture[/]", "refuted": "[green]refuted by the capture[/]",
              "untested": "[dim]not tested by the capture[/]"}
+_WORDS = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def render_findings(findings: list[Finding], out: Console) -> None:
     for f in findings:
         colour = _COLOURS.get(f.severity, "white")
+        word = escape(_WORDS.get(f.severity, f.severity))
         tag = f" ({_EVIDENCE[f.evidence]})" if f.evidence in _EVIDENCE else ""
-        out.print(f"[bold]{escape(f.location)}[/]: [{colour}]{f.severity} {f.rule} {escape('[' + f.category + ']')}[/] "
-                  f"{escape(f.message)}{tag}", soft_wrap=True)
+        out.print(f"[bold]{escape(f.location)}[/]: [bold {colour}]{word}:[/] [{colour}]{f.rule} "
+                  f"{escape('[' + f.category + ']')}[/] {escape(f.message)}{tag}", soft_wrap=True)
         if f.source:
             out.print(f"    [dim]{escape(f.source)}[/]", soft_wrap=True)
         if f.hint:

@@ -51,5 +51,8 @@ def render_github(result: LintResult, *, base_dir: str | Path | None = None) -> 
         reason = result.skipped_reason or f"they need a CUDA device; this run was on {result.device}"
         lines.append(workflow_command("notice", f"{', '.join(result.skipped_rules)} not checked: {reason}",
                                       title="cgtool rules not checked on this machine"))
+    if result.interrupted:
+        lines.append(workflow_command("warning", f"{len(result.unchecked)} script(s) not checked: "
+                                      f"{', '.join(result.unchecked)}", title="cgtool lint was interrupted"))
     lines.append(f"cgtool lint: {summary_line(result)}")
     return "\n".join(lines) + "\n"

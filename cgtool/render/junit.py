@@ -69,10 +69,10 @@ def render_junit(result: LintResult, *, base_dir: str | Path | None = None, suit
     errors = len(result.failed_scripts)
     skipped = result.skipped_rules
     totals = {
-        "tests": str(len(result.scripts) + len(skipped)),
+        "tests": str(len(result.scripts) + len(skipped) + len(result.unchecked)),
         "failures": str(failures),
         "errors": str(errors),
-        "skipped": str(len(skipped)),
+        "skipped": str(len(skipped) + len(result.unchecked)),
     }
     root = ET.Element("testsuites", {"name": suite_name, **totals})
     suite = ET.SubElement(root, "testsuite", {"name": suite_name, **totals})
@@ -84,6 +84,10 @@ def render_junit(result: LintResult, *, base_dir: str | Path | None = None, suit
     reason = result.skipped_reason or f"needs a CUDA device; this run was on {result.device}"
     for rule_id in skipped:
         _skipped_case(suite, rule_id, reason)
+    for path in result.unchecked:  # an interrupted run: scripts it never reached
+        shown = display_path(path, base_dir)
+        case = ET.SubElement(suite, "testcase", {"classname": "cgtool.lint", "name": shown, "file": shown})
+        ET.SubElement(case, "skipped", {"message": "not checked: the run was interrupted (Ctrl-C)"})
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=False).join(
         ['<?xml version="1.0" encoding="UTF-8"?>\n', "\n"])

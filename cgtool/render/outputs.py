@@ -1,5 +1,6 @@
-"""Write a capture's output folder atomically: report.json, graph.dot, graph.driver.dot, graph.svg, and
-graph-piece-N.dot per piece of a pieced step (--piecewise)."""
+"""Write a capture's output folder, each file atomically (render/files.py): report.json, graph.dot,
+graph.driver.dot, graph.svg, graph-piece-N.dot per piece of a pieced step (--piecewise), and torch.compile's
+graphs (graph.dot, graph-2.dot, ... in the driver's DOT) for a compiled step."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import tempfile
 
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.report import Report
+from cgtool.render.files import write_output
 
 
 def prepare_out_dir(path: str) -> str:
@@ -24,49 +26,36 @@ def prepare_out_dir(path: str) -> str:
     return path
 
 
-def check_writable_file(path: str, option: str) -> None:
-    """Fail before any work when `path` cannot be written (its folder is missing or read-only)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-        raise CgtoolError(f"Cannot write {option} {path}: the folder {folder} does not exist or is not writable.",
-                          ExitCode.ENVIRONMENT)
-
-
-def atomic_write(path: str, data: str | bytes) -> None:
-    """Write to a temporary file beside `path`, then rename: readers never see half a file."""
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".")
-    except OSError as exc:
-        raise CgtoolError(f"Cannot write {path}: {exc.strerror or exc}", ExitCode.ENVIRONMENT) from None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None:
-    """Write every output the report supports; record paths in report.outputs; report.json last."""
+    """Write every output the report supports; record paths in report.outputs; report.json last.
+
+    A file that cannot be written (a full disk, a folder made read-only or removed mid-run) leaves no
+    half-written file: a picture that fails is noted in report.skipped, and report.json failing is a
+    CgtoolError (exit 3) raised after report.outputs lists only what was written."""
     import time
 
     t0 = time.perf_counter()
     written: dict[str, str] = {}
     driver_src = report.outputs.pop("graph.driver.dot", None)
     if driver_src and os.path.exists(driver_src):
-        dst = os.path.join(out_dir, "graph.driver.dot")
-        tmp = dst + ".tmp"
-        shutil.copyfile(driver_src, tmp)
-        os.replace(tmp, dst)
-        written["graph.driver.dot"] = dst
+        try:
+            with open(driver_src, "rb") as fh:
+                driver = fh.read()
+            written["graph.driver.dot"] = write_output(os.path.join(out_dir, "graph.driver.dot"), driver)
+        except OSError as exc:
+            report.skipped.append(f"graph.driver.dot: cannot read the driver's dump: {exc.strerror or exc}")
+        except CgtoolError as exc:
+            report.skipped.append(f"graph.driver.dot: {exc.message}")
     for name in [k for k in report.outputs if k.startswith("graph") and k.endswith(".dot") and k != "graph.driver.dot"]:
         src = report.outputs.pop(name)  # torch.compile's graphs (graph.dot, graph-2.dot, ...): the driver's DOT
         if os.path.exists(src) and report.graph is None:
-            shutil.copyfile(src, os.path.join(out_dir, name))
-            written[name] = os.path.join(out_dir, name)
+            try:
+                with open(src, "rb") as fh:
+                    written[name] = write_output(os.path.join(out_dir, name), fh.read())
+            except OSError as exc:
+                report.skipped.append(f"{name}: cannot read it: {exc.strerror or exc}")
+            except CgtoolError as exc:
+                report.skipped.append(f"{name}: {exc.message}")
     if report.graph is not None:
         try:
             _write_graph_pictures(report, out_dir, written, render_svg, t0)
@@ -75,9 +64,12 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
     if report.piecewise is not None:
         _write_piece_dots(report, out_dir, written)
     report_path = os.path.join(out_dir, "report.json")
-    written["report.json"] = report_path
-    report.outputs = written
-    atomic_write(report_path, json.dumps(report.to_json(), indent=1) + "\n")
+    report.outputs = {**written, "report.json": report_path}
+    try:
+        write_output(report_path, json.dumps(report.to_json(), indent=1) + "\n")
+    except CgtoolError:
+        report.outputs = written
+        raise
 
 
 def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str], render_svg: bool, t0: float) -> None:
@@ -88,13 +80,13 @@ def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str],
     # every node stays in graph.dot (folded where it repeats) so `cgtool dot graph.dot` reads it back whole
     source = graph_to_dot(report.graph, max_nodes=max(len(report.graph.nodes), 1)).source
     dot_path = os.path.join(out_dir, "graph.dot")
-    atomic_write(dot_path, source)
+    write_output(dot_path, source)
     written["graph.dot"] = dot_path
     report.settings["write_dots_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
     if render_svg and shutil.which("dot"):
         svg_path = os.path.join(out_dir, "graph.svg")
         try:
-            atomic_write(svg_path, render_source(source, "svg"))
+            write_output(svg_path, render_source(source, "svg"))
             written["graph.svg"] = svg_path
         except CgtoolError as exc:
             report.skipped.append(f"graph.svg: {exc.message}")
@@ -113,6 +105,7 @@ def _write_piece_dots(report: Report, out_dir: str, written: dict[str, str]) -> 
         except CgtoolError as exc:  # the graphviz package missing
             report.skipped.append(f"{name}: {exc.message}")
             return
-        path = os.path.join(out_dir, name)
-        atomic_write(path, source)
-        written[name] = path
+        try:
+            written[name] = write_output(os.path.join(out_dir, name), source)
+        except CgtoolError as exc:
+            report.skipped.append(f"{name}: {exc.message}")

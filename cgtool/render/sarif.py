@@ -88,6 +88,9 @@ def _notifications(result: LintResult, base_dir: str | Path | None,
         where = [{"physicalLocation": {"artifactLocation": _artifact(script.path, base_dir)}}]
         for message in script.errors or ["could not be analysed"]:
             execution.append({"level": "error", "message": {"text": f"{script.path}: {message}"}, "locations": where})
+    if result.interrupted:
+        execution.append({"level": "warning", "message": {"text": (
+            f"interrupted (Ctrl-C): {len(result.unchecked)} script(s) not checked: {', '.join(result.unchecked)}")}})
     configuration = []
     for rule_id in result.skipped_rules:
         reason = result.skipped_reason or f"needs a CUDA device; this run was on {result.device}"
@@ -108,7 +111,7 @@ def sarif_log(result: LintResult, *, base_dir: str | Path | None = None,
     index = {r.id: i for i, r in enumerate(RULES)}
     execution, configuration = _notifications(result, base_dir, index)
     invocation: dict[str, Any] = {
-        "executionSuccessful": not result.failed_scripts,
+        "executionSuccessful": not result.failed_scripts and not result.interrupted,
         "exitCode": result.exit_code,
         "toolExecutionNotifications": execution,
         "toolConfigurationNotifications": configuration,

@@ -12,6 +12,7 @@ from cgtool.model.lint_result import LintResult
 from cgtool.model.rules import RULE_BY_ID
 
 COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
+SEVERITY_WORDS = {"error": "error", "warning": "warning", "info": "note"}  # as compilers print them
 
 
 def _plural(n: int, word: str) -> str:
@@ -30,14 +31,19 @@ def summary_line(result: LintResult) -> str:
     failed = len(result.failed_scripts)
     if failed:
         line += f"; {_plural(failed, 'script')} could not be analysed"
+    if result.interrupted:
+        line += f"; interrupted (Ctrl-C): {_plural(len(result.unchecked), 'script')} not checked"
     return line + "."
 
 
 def finding_text(f: Finding, path: str) -> Text:
-    """`path:line: CG101 [sync] message`, then the source line and the fix, indented."""
+    """`path:line: error: CG101 [sync] message` (error, warning or note), then the source line and the fix,
+    indented."""
     where = f"{path}:{f.line}" if f.line else path
-    text = Text.assemble((where, "bold"), ": ", (f"{f.rule} [{f.category}]", COLOURS.get(f.severity, "")),
-                         " ", f.message)
+    colour = COLOURS.get(f.severity, "")
+    severity = SEVERITY_WORDS.get(f.severity, f.severity)
+    text = Text.assemble((where, "bold"), ": ", (f"{severity}:", f"bold {colour}"), " ",
+                         (f"{f.rule} [{f.category}]", colour), " ", f.message)
     if f.source and f.source.strip():
         text.append("\n    ").append(f.source.strip(), "dim")
     if f.hint:

@@ -128,10 +128,27 @@ def compile_script(path: str) -> Any:
         with open(path, "rb") as fh:
             return compile(fh.read(), path, "exec")
     except SyntaxError as exc:
-        raise CgtoolError(f"Syntax error in {exc.filename or path}:{exc.lineno or '?'}: {exc.msg}\n    "
-                          f"{(exc.text or '').strip()}") from None
-    except (OSError, ValueError) as exc:  # unreadable, or not Python source (e.g. NUL bytes)
+        where = f"{exc.filename or path}:{exc.lineno or '?'}"
+        if "codec can't decode" in str(exc.msg) or "unknown encoding" in str(exc.msg):
+            raise CgtoolError(f"{where}: not readable as Python source in its encoding ({_encoding_problem(exc.msg)}); "
+                              "save it as UTF-8 or declare its encoding (# -*- coding: latin-1 -*-).") from None
+        source = (exc.text or "").strip()
+        raise CgtoolError(f"Syntax error in {where}: {exc.msg}" + (f"\n    {source}" if source else "")) from None
+    except UnicodeDecodeError:
+        raise CgtoolError(f"{path}: not readable as Python source: it is not UTF-8 text; save it as UTF-8 or declare "
+                          "its encoding (# -*- coding: latin-1 -*-).") from None
+    except (RecursionError, MemoryError):
+        raise CgtoolError(f"{path}: too deeply nested for Python to compile.") from None
+    except OSError as exc:
+        raise CgtoolError(f"Cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # not Python source (e.g. NUL bytes)
         raise CgtoolError(f"Cannot read {path} as a Python script: {exc}") from None
+
+
+def _encoding_problem(msg: str) -> str:
+    if "unknown encoding" in msg:
+        return msg.split("(")[0].strip()
+    return "bytes that are not valid UTF-8"
 
 
 def load_script(path: str, entry: str = "step") -> Script:

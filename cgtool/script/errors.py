@@ -29,6 +29,10 @@ def error_record(phase: str, exc: BaseException) -> ErrorRecord:
     if isinstance(exc, SystemExit):  # the script called sys.exit(): its choice, reported as the script's error
         return ErrorRecord(phase, "SystemExit", f"the script called sys.exit({exc.code!r})",
                            user_frames_of_traceback(exc.__traceback__))
+    if isinstance(exc, KeyboardInterrupt):  # raised by the script itself (a real SIGINT ends the worker)
+        text = str(exc).strip()
+        return ErrorRecord(phase, "KeyboardInterrupt", text.splitlines()[0] if text else "the script raised KeyboardInterrupt",
+                           user_frames_of_traceback(exc.__traceback__))
     text = str(exc).strip()
     return ErrorRecord(phase, type(exc).__name__, text.splitlines()[0] if text else type(exc).__name__,
                        user_frames_of_traceback(exc.__traceback__), cuda_error_name(text))

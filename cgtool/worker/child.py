@@ -1,12 +1,19 @@
 """The child's side of the worker (`python -m cgtool.worker JOB RESULT FD`): read the job, run it through
 the pipeline with progress events written to the pipe FD, write the result atomically, and leave without
-interpreter teardown (a poisoned CUDA context can hang or crash in atexit handlers)."""
+interpreter teardown (a poisoned CUDA context can hang or crash in atexit handlers).
+
+SIGINT ends the worker at once, as SIGTERM does (the parent reports "killed by SIGINT"); so a
+KeyboardInterrupt inside the worker can only be one the script raised itself, and is reported as its error.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
+import threading
+import time
 from typing import Any
 
 from cgtool.model.job import Job
@@ -27,12 +34,17 @@ def pipe_writer(fd: int):  # noqa: ANN201 - a callable for PhaseLog
 
 
 def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    _end_with_the_parent()
     job_path, result_path, fd = argv[0], argv[1], int(argv[2])
     with open(job_path) as fh:
         job = Job.from_json(json.load(fh))
-    from cgtool.pipeline import run_job
+    from cgtool.pipeline import preload, run_job
 
-    result = run_job(job, PhaseLog(pipe_writer(fd)))
+    send = pipe_writer(fd)
+    preload()  # torch's own import output (a NumPy warning) is not the script's: mark where the script's begins
+    send({"output_start": _output_offset()})
+    result = run_job(job, PhaseLog(send))
     tmp = result_path + ".tmp"
     with open(tmp, "w") as fh:
         json.dump(result, fh)
@@ -40,3 +52,26 @@ def main(argv: list[str]) -> int:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
+
+
+def _end_with_the_parent() -> None:
+    """If the cgtool process dies without stopping this worker (killed with SIGKILL, say), end the worker's
+    process group, so that neither the worker nor what the script forked is left running."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os.killpg(0, signal.SIGKILL)
+
+    threading.Thread(target=watch, name="cgtool-parent-watch", daemon=True).start()
+
+
+def _output_offset() -> int:
+    """How much the worker has written to its output (stdout and stderr share one file) so far."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        return os.lseek(1, 0, os.SEEK_CUR)
+    except (OSError, ValueError):
+        return 0

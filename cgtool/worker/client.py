@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -32,11 +33,18 @@ class WorkerOutcome:
     output: str = ""  # the tail of what the worker (the user's script) printed
     returncode: int | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
+    output_start: int = 0  # offset in the output where the script's own output begins (after torch's import)
 
 
 def run_job(job: Job, timeout: float | None = None,
-            on_event: Callable[[dict[str, Any]], None] | None = None) -> WorkerOutcome:
-    """Run `job` in a child process; never raises for the child's failures."""
+            on_event: Callable[[dict[str, Any]], None] | None = None,
+            stop: threading.Event | None = None) -> WorkerOutcome:
+    """Run `job` in a child process; never raises for the child's failures.
+
+    Ctrl-C (KeyboardInterrupt in this thread) or `stop` being set (from another thread) ends the worker
+    within a poll interval, as "interrupted". However the worker ends, its whole process group is killed
+    before it is reaped, so nothing the script forked outlives it.
+    """
     with tempfile.TemporaryDirectory(prefix="cgtool-worker-") as tmp:
         job_path = os.path.join(tmp, "job.json")
         result_path = os.path.join(tmp, "result.json")
@@ -56,38 +64,80 @@ def run_job(job: Job, timeout: float | None = None,
         reader = threading.Thread(target=_read_events, args=(read_fd, outcome, on_event), daemon=True)
         reader.start()
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            _kill(proc)
+            ended = _wait_unreaped(proc, timeout, stop)
+        except KeyboardInterrupt:
+            ended = "interrupted"
+        _kill_group(proc)
+        _reap(proc)
+        if ended == "timeout":
             outcome.failure = "timeout"
             outcome.message = (f"The worker ran past --timeout {timeout:g} s during the {outcome.phase or 'start-up'} "
                                "phase and was stopped. A step that hangs (a wait on a stream that never runs, a deadlock) "
                                "or a very slow warmup does this; raise --timeout if the step is just slow.")
-        except KeyboardInterrupt:
-            _kill(proc)
+        elif ended == "interrupted":
             outcome.failure = "interrupted"
             outcome.message = f"Interrupted (Ctrl-C) during the {outcome.phase or 'start-up'} phase; the worker was stopped."
         reader.join(timeout=2)
         outcome.returncode = proc.returncode
-        outcome.output = _tail(log_path)
+        outcome.output = _tail(log_path, outcome.output_start)
         if outcome.failure is None:
-            if os.path.exists(result_path):
-                with open(result_path) as fh:
-                    outcome.result = json.load(fh)
-            else:
+            outcome.result = _read_result(result_path)
+            if outcome.result is None:
                 outcome.failure = "crash"
                 outcome.message = (f"The worker process died during the {outcome.phase or 'start-up'} phase "
-                                   f"({_describe_exit(proc.returncode)}) without a result. The script or a library "
-                                   "it calls crashed the interpreter; its last output is in the report.")
+                                   f"({_describe_exit(proc.returncode)}) without a result: the script or a library it "
+                                   f"calls crashed the interpreter, or something outside cgtool stopped the worker"
+                                   f"{_KILL_HINT if proc.returncode == -signal.SIGKILL else ''}.")
         return outcome
 
 
-def _kill(proc: subprocess.Popen) -> None:
+_KILL_HINT = " (SIGKILL often means the machine ran out of memory)"
+_POLL_S = 0.05
+
+
+def _wait_unreaped(proc: subprocess.Popen, timeout: float | None, stop: threading.Event | None) -> str:
+    """Wait until the worker exits, leaving it a zombie (so its process group id stays reserved for
+    _kill_group): "exited", "timeout" or "interrupted" (stop was set)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    pause = 0.002
+    while True:
+        try:
+            if os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                return "exited"
+        except ChildProcessError:  # already reaped elsewhere
+            return "exited"
+        if stop is not None and stop.is_set():
+            return "interrupted"
+        if deadline is not None and time.monotonic() >= deadline:
+            return "timeout"
+        time.sleep(pause)
+        pause = min(pause * 2, _POLL_S)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the worker's process group (its own session): the worker and anything the script forked."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
+    except (ProcessLookupError, PermissionError):
         pass
-    proc.wait()
+
+
+def _reap(proc: subprocess.Popen) -> None:
+    while True:
+        try:
+            proc.wait()
+            return
+        except KeyboardInterrupt:  # a second Ctrl-C: the worker is already killed, finish reaping it
+            continue
+
+
+def _read_result(path: str) -> dict[str, Any] | None:
+    try:
+        with open(path) as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _describe_exit(code: int | None) -> str:
@@ -101,12 +151,13 @@ def _describe_exit(code: int | None) -> str:
     return f"exit status {code}"
 
 
-def _tail(path: str) -> str:
+def _tail(path: str, start: int = 0) -> str:
+    """The last OUTPUT_TAIL_CHARS bytes of the worker's output from `start` on."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)
             size = fh.tell()
-            fh.seek(max(0, size - OUTPUT_TAIL_CHARS))
+            fh.seek(max(start, size - OUTPUT_TAIL_CHARS, 0))
             return fh.read().decode(errors="replace")
     except OSError:
         return ""
@@ -118,6 +169,11 @@ def _read_events(fd: int, outcome: WorkerOutcome, on_event: Callable[[dict[str, 
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
+                continue
+            if not isinstance(event, dict):
+                continue
+            if "output_start" in event:
+                outcome.output_start = int(event["output_start"])
                 continue
             outcome.events.append(event)
             if event.get("phase"):

@@ -233,8 +233,8 @@ class Child:
         except Exception as e:  # noqa: BLE001
             self.perr("set_logs", e)
 
-        import torch._inductor.config as iconf
         import torch._dynamo
+        import torch._inductor.config as iconf
         if a.variant == "nopartition":
             iconf.graph_partition = False
         elif a.variant == "dynamo_cudagraphs":
@@ -394,8 +394,8 @@ class Child:
 
     # -- config / counters -----------------------------------------------------------------------
     def _config_snapshot(self, torch):
-        import torch._inductor.config as iconf
         import torch._dynamo.config as dconf
+        import torch._inductor.config as iconf
         snap = {}
         for k in ("graph_partition", "cpp_wrapper", "freezing"):
             snap[f"inductor.{k}"] = getattr(iconf, k, "<absent>")
@@ -421,6 +421,7 @@ class Child:
     # -- patches ---------------------------------------------------------------------------------
     def _patch_trees(self, torch, keep_graph):
         import weakref
+
         import torch._inductor.cudagraph_trees as cgt
         child = self
 
@@ -764,7 +765,8 @@ class Child:
             return {"skipped": "no CUDA"}
         mgr = self._manager(torch)
         try:
-            from cuda.bindings import driver as drv, runtime as rt
+            from cuda.bindings import driver as drv
+            from cuda.bindings import runtime as rt
         except Exception as e:  # noqa: BLE001
             return {"skipped": f"cuda-bindings not importable: {e!r}"}
         try:

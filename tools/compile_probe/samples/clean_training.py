@@ -12,8 +12,8 @@ What torch should report (2.11 and 2.13, default config):
 """
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 WIDTH, BATCH = 256, 32
 
