@@ -42,9 +42,9 @@ def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, s
             render_modules(modules, out)
         render_errors([ErrorRecord.from_json(e) for e in d.get("errors", [])], out)
     if out_file:
-        from cgtool.render.outputs import atomic_write
+        from cgtool.render.files import write_output
 
-        atomic_write(out_file, data)
+        write_output(out_file, data)
     if outcome.failure == "interrupted":
         sys.exit(ExitCode.INTERRUPTED)
     if outcome.failure is not None:

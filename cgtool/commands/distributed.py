@@ -84,7 +84,8 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
 
     from cgtool.render.console import console
     from cgtool.render.distributed import dist_files, render_dist_report
-    from cgtool.render.outputs import atomic_write, prepare_out_dir
+    from cgtool.render.files import write_output
+    from cgtool.render.outputs import prepare_out_dir
 
     stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
@@ -94,9 +95,9 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
     for name, text in dist_files(report).items():
         path = os.path.join(out_dir, name)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        atomic_write(path, text)
+        write_output(path, text)
         report.outputs[name] = path
-    atomic_write(os.path.join(out_dir, "report.json"), json.dumps(report.to_json(), indent=1) + "\n")
+    write_output(os.path.join(out_dir, "report.json"), json.dumps(report.to_json(), indent=1) + "\n")
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
     else:
