@@ -376,8 +376,8 @@ def section_partial() -> None:
 
 FAULT_STOPS = {  # GPU phase -> where tests/data/faults/stop_in_phase.py waits (3 warmup calls come first)
     "capture": "capturing",  # the step's call while the stream captures (call 4)
-    "replay-check": "call:5",  # the replay check's eager call on fresh inputs
-    "timing": "call:6",  # the first eager call of the quick timing
+    "replay-check": "call:5",  # the replay check's first eager call on fresh inputs (it makes two: eager vs eager)
+    "timing": "call:7",  # the first eager call of the quick timing (after the replay check's two)
 }
 
 
