@@ -81,26 +81,32 @@ def test_a_pipe_behind_proc_self_fd_is_written_in_place():
         os.close(r)
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="mknod needs root")
+def device(tmp_path, name: str, minor: int) -> str:
+    """A character device to write to. As root, a copy made with mknod: if the writer ever replaced it again,
+    the machine's own /dev/null or /dev/full must not be what a test run destroys. Otherwise the real one,
+    which a user cannot replace."""
+    if not IS_ROOT:
+        return f"/dev/{name}"
+    path = tmp_path / name
+    os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(1, minor))
+    return str(path)
+
+
 def test_a_character_device_stays_a_device(tmp_path):
-    null = tmp_path / "null"
-    os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
-    write_output(str(null), "gone\n")
-    assert stat.S_ISCHR(os.stat(null).st_mode)
+    null = device(tmp_path, "null", 3)  # /dev/null's numbers
+    before = os.stat(null)
+    write_output(null, "gone\n")
+    after = os.stat(null)
+    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
     assert _no_temp_files(tmp_path)
 
 
-def test_dev_null_stays_a_device():
-    before = os.stat("/dev/null")
-    write_output("/dev/null", "x")
-    after = os.stat("/dev/null")
-    assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
-
-
-def test_a_full_device_is_a_clear_environment_error():
+def test_a_full_device_is_a_clear_environment_error(tmp_path):
+    full = device(tmp_path, "full", 7)  # /dev/full's numbers
     with pytest.raises(CgtoolError) as info:
-        write_output("/dev/full", "x" * 100_000)
+        write_output(full, "x" * 100_000)
     assert info.value.exit_code == 3 and "No space left on device" in info.value.message
+    assert stat.S_ISCHR(os.stat(full).st_mode)
 
 
 @pytest.fixture
@@ -153,4 +159,4 @@ def test_devices_and_fifos_pass_the_early_check(tmp_path):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     check_writable(str(fifo), "-o")
-    check_writable("/dev/null", "-o")
+    check_writable(device(tmp_path, "null", 3), "-o")
