@@ -66,6 +66,12 @@ def main(argv: list[str] | None = None) -> Any:
         sys.exit(ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except SystemExit:  # a command's sys.exit(code): what it printed must still reach stdout, or say why not
+        try:
+            sys.stdout.flush()
+        except CgtoolError as exc:
+            _exit_with(exc.message, exc.exit_code)
+        raise
     sys.exit(code if isinstance(code, int) else ExitCode.OK)
 
 
