@@ -1137,8 +1137,13 @@ def print_table(rows):
 def parent_main(a):
     out_dir = os.path.abspath(a.out_dir)
     os.makedirs(out_dir, exist_ok=True)
-    samples_dir = os.path.abspath(a.samples)
-    files = sorted(f for f in os.listdir(samples_dir) if f.endswith(".py") and not f.startswith("_"))
+    where = {}  # sample file -> its folder (samples/compiled, and the probe's own extra samples)
+    for folder in a.samples.split(os.pathsep):
+        folder = os.path.abspath(folder)
+        for f in os.listdir(folder) if os.path.isdir(folder) else []:
+            if f.endswith(".py") and not f.startswith("_"):
+                where.setdefault(f, folder)
+    files = sorted(where)
     if a.only:
         want = {s.strip().removesuffix(".py") for s in a.only.split(",") if s.strip()}
         files = [f for f in files if f[:-3] in want]
@@ -1146,7 +1151,7 @@ def parent_main(a):
     tasks = []
     for v in variants:  # variants in order: the first (default) variant of every sample runs first
         for f in files:
-            tasks.append((os.path.join(samples_dir, f), v, os.path.join(out_dir, f"{f[:-3]}__{v}.json")))
+            tasks.append((os.path.join(where[f], f), v, os.path.join(out_dir, f"{f[:-3]}__{v}.json")))
     deadline = time.time() + a.deadline
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, _kill_children_and_exit)
@@ -1211,7 +1216,11 @@ def summarize_dir(out_dir):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out_dir", nargs="?")
-    p.add_argument("--samples", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "samples"))
+    here = os.path.dirname(os.path.abspath(__file__))
+    p.add_argument("--samples", default=os.pathsep.join([os.path.join(here, "..", "..", "samples", "compiled"),
+                                                         os.path.join(here, "samples")]),
+                   help="sample folders, separated by the path separator (the repo's samples/compiled, then the "
+                        "probe's extra samples)")
     p.add_argument("--only", default="")
     p.add_argument("--variants", default="default")
     p.add_argument("--warmup", type=int, default=None, help="default 3, or the sample's PROBE_ITERATIONS")
