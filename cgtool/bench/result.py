@@ -5,11 +5,9 @@ All times are in microseconds unless the name says otherwise (capture_ms, instan
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from cgtool.bench.adaptive import AdaptiveResult
@@ -23,7 +21,6 @@ from cgtool.bench.stats import (
     quantile,
     speedup_ci,
 )
-from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.report import ErrorRecord
 
 BENCH_SCHEMA_VERSION = 1
@@ -330,36 +327,3 @@ class BenchReport:
 
 def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
-
-
-def read_bench_report(path: str | Path) -> BenchReport:
-    """Load a bench report written by `cgtool bench --json/--out`; a CgtoolError (exit 2) says what is wrong."""
-    p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CgtoolError(f"No such file: {p}", ExitCode.USAGE) from None
-    except IsADirectoryError:
-        raise CgtoolError(f"{p} is a folder: give the bench JSON written by --out", ExitCode.USAGE) from None
-    except OSError as exc:
-        raise CgtoolError(f"Cannot read bench report {p}: {exc.strerror or exc}", ExitCode.USAGE) from None
-    except UnicodeDecodeError:
-        raise CgtoolError(f"{p}: not a bench report: the file is not UTF-8 text", ExitCode.USAGE) from None
-    except json.JSONDecodeError as exc:
-        raise CgtoolError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg}); is the file truncated?", ExitCode.USAGE) from None
-    except RecursionError:
-        raise CgtoolError(f"{p}: JSON nested too deeply to be a bench report", ExitCode.USAGE) from None
-    try:
-        return BenchReport.from_json(data)
-    except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:
-        raise CgtoolError(f"{p} is not a usable cgtool bench report: {_reason(exc)}", ExitCode.USAGE) from None
-
-
-def _reason(exc: BaseException) -> str:
-    """A loader's exception in words, without Python's repr of the exception."""
-    if isinstance(exc, KeyError):
-        return f"the field \"{exc.args[0]}\" is missing" if exc.args else "a field is missing"
-    text = str(exc)
-    if isinstance(exc, ValueError) and not text.startswith(("could not convert", "invalid literal")):
-        return text  # one of the loaders' own messages
-    return "a field holds the wrong kind of value (text, a list or null where a number or an object belongs)"

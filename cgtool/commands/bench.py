@@ -107,7 +107,7 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
         return
     base_report = None
     if baseline:
-        from cgtool.bench.result import read_bench_report
+        from cgtool.bench.report_file import read_bench_report
 
         base_report = read_bench_report(baseline)  # fail early, before minutes of measuring
     job = make_job("bench", target, entry, warmup, settings={

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cgtool.bench.compare import compare
-from cgtool.bench.result import read_bench_report
+from cgtool.bench.report_file import read_bench_report
 from cgtool.render.bench import render_bench
 
 _TMP = tempfile.mkdtemp(prefix="cgtool-fuzz-bench-")
