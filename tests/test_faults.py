@@ -145,18 +145,6 @@ def test_lint_names_the_signal_and_phase_and_leaves_no_process(tmp_path):
     assert gone(child)
 
 
-@pytest.fixture
-def tiny_disk(tmp_path):
-    """A 64 KiB tmpfs, nearly full (root only): the output disk fills up during the run."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
-    if r.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 def _fill(folder, leave: int = 2048) -> None:
     """Fill the disk holding `folder` until about `leave` bytes are free."""
     st = os.statvfs(folder)

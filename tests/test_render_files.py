@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import stat
-import subprocess
 import threading
 
 import pytest
@@ -107,18 +106,6 @@ def test_a_full_device_is_a_clear_environment_error(tmp_path):
         write_output(full, "x" * 100_000)
     assert info.value.exit_code == 3 and "No space left on device" in info.value.message
     assert stat.S_ISCHR(os.stat(full).st_mode)
-
-
-@pytest.fixture
-def tiny_disk(tmp_path):
-    """A 64 KiB tmpfs (root only): a disk that fills up."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], capture_output=True)
-    if r.returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root)")
-    yield mount
-    subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_a_full_disk_leaves_the_old_file_whole_and_no_temporary_file(tiny_disk):
