@@ -133,7 +133,7 @@ def test_kept_graphs_pass_keep_graph_to_init(monkeypatch):
         assert torch.cuda.CUDAGraph is _PybindLike and made == []
 
 
-def test_piecewise_reruns_without_kept_graphs_and_reports_torch_refusals(monkeypatch):
+def test_piecewise_asks_for_a_fresh_rerun_without_kept_graphs_and_reports_torch_refusals(monkeypatch):
     from cgtool.model.partial import NOT_POSSIBLE
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline import piecewise_job
@@ -141,16 +141,16 @@ def test_piecewise_reruns_without_kept_graphs_and_reports_torch_refusals(monkeyp
 
     calls = []
 
-    def fake(script, settings, progress, keep):
+    def checkpoint(script, settings, progress, keep):
         calls.append(keep)
-        if keep:
-            raise RuntimeError("Expected curr_block->size == block_state.size to be true, but got false.")
-        return Piecewise(MEASURED, "m", note="1 dynamo graph(s)")
+        raise RuntimeError("Expected curr_block->size == block_state.size to be true, but got false.")
 
-    monkeypatch.setattr(piecewise_job, "_run_piecewise", fake)
-    p = piecewise_job.run_piecewise(None, {}, PhaseLog())
-    assert calls == [True, False] and p.status == MEASURED
-    assert p.note.startswith("the run that kept the pieces' graphs failed (RuntimeError: Expected curr_block")
+    monkeypatch.setattr(piecewise_job, "_run_piecewise", checkpoint)
+    with pytest.raises(piecewise_job.RerunFresh, match="kept the pieces' graphs failed .RuntimeError: Expected curr_block"):
+        piecewise_job.run_piecewise(None, {}, PhaseLog())
+    # the rerun (a fresh worker, keep_graphs False) meeting torch's check again: torch refuses the step
+    p = piecewise_job.run_piecewise(None, {"keep_graphs": False}, PhaseLog())
+    assert calls == [True, False] and p.status == NOT_POSSIBLE and "curr_block->size" in p.note
 
     def refused(script, settings, progress, keep):
         calls.append(keep)
@@ -167,8 +167,46 @@ def test_piecewise_reruns_without_kept_graphs_and_reports_torch_refusals(monkeyp
         raise ValueError("a cgtool bug")
 
     monkeypatch.setattr(piecewise_job, "_run_piecewise", broken)
-    with pytest.raises(ValueError):
+    with pytest.raises(piecewise_job.RerunFresh):  # with kept graphs: a run without them may get through
         piecewise_job.run_piecewise(None, {}, PhaseLog())
+    with pytest.raises(ValueError):  # without: the error itself
+        piecewise_job.run_piecewise(None, {"keep_graphs": False}, PhaseLog())
+
+    def setup_fails(script, settings, progress, keep):
+        raise ScriptRaised("setup", RuntimeError("the script's own setup error"))
+
+    monkeypatch.setattr(piecewise_job, "_run_piecewise", setup_fails)
+    with pytest.raises(ScriptRaised):  # the script's error, not a reason to rerun
+        piecewise_job.run_piecewise(None, {}, PhaseLog())
+
+
+def test_partial_parts_run_in_fresh_workers(monkeypatch):
+    """The orchestration of the partial job's workers (commands/common.py): a piecewise run asking for a rerun
+    gets one in a new worker without kept graphs, and the module map its own worker after it."""
+    from cgtool.commands import common
+    from cgtool.model.job import PARTIAL, Job
+    from cgtool.worker.client import WorkerOutcome
+
+    jobs = []
+
+    def fake_run(job, timeout, show):
+        jobs.append(dict(job.settings))
+        if job.settings.get("piecewise") and job.settings.get("keep_graphs", True):
+            return WorkerOutcome(result={"piecewise": {"status": "failed", "note": "x"}, "modules": None, "errors": [],
+                                         "rerun_piecewise": "the run that kept the pieces' graphs failed (E)",
+                                         "modules_pending": True})
+        if job.settings.get("piecewise"):
+            return WorkerOutcome(result={"piecewise": {"status": "measured", "note": "3 dynamo graph(s)"},
+                                         "modules": None, "errors": []})
+        return WorkerOutcome(result={"piecewise": None, "modules": {"status": "measured"}, "errors": []})
+
+    monkeypatch.setattr(common, "run_with_progress", fake_run)
+    d, outcome = common.run_partial_jobs(Job(PARTIAL, "s.py", "step", {"piecewise": True, "modules": 1}), 60, False)
+    assert [(j.get("piecewise"), j.get("modules"), j.get("keep_graphs", True)) for j in jobs] == [
+        (True, 1, True), (True, None, False), (False, 1, True)]
+    assert d["piecewise"]["status"] == "measured" and d["modules"] == {"status": "measured"}
+    assert d["piecewise"]["note"] == "the run that kept the pieces' graphs failed (E): 3 dynamo graph(s)"
+    assert outcome.result is not None and set(d) == {"piecewise", "modules", "errors"}
 
 
 def test_dot_per_piece_written(tmp_path):
@@ -214,3 +252,46 @@ def test_cli_capture_piecewise_and_modules_on_cpu(run_cli, tmp_path):
     report = json.loads((out / "report.json").read_text())
     assert report["piecewise"]["status"] == "cpu-only" and report["modules"]["depth"] == 1
     assert {m["path"]: m["status"] for m in report["modules"]["modules"]}["model.pre"] == "clean"
+
+
+def test_module_watch_keeps_keyword_arguments_and_lists_container_children(tmp_path):
+    """A block called with keyword arguments (a transformer layer's `position_ids=`) keeps them for its capture;
+    a ModuleList is never called, so its children are listed one level below it even past the depth."""
+    from torch import nn
+
+    from cgtool.pipeline.module_map import ModuleWatch, find_modules
+    from cgtool.script.contract import Args
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 4)
+
+        def forward(self, x, *, scale=None, pair=None):
+            return self.lin(x) * scale + pair[0]
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList([Block(), Block()])
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x, scale=torch.ones(4), pair=(torch.zeros(4), 1))
+            return x
+
+    net = Net()
+    mods = find_modules(Args((), {"model": net}), 1)
+    assert [(w.path, w.depth, w.container) for w in mods] == [
+        ("model", 0, False), ("model.layers", 1, True), ("model.layers.0", 2, False), ("model.layers.1", 2, False)]
+    assert "container (ModuleList)" in mods[1].never_called()
+    watch = ModuleWatch(keep_calls=True)
+    with watch:
+        watch.add(mods)
+        net(torch.randn(3, 4))
+    first = mods[2]
+    assert first.calls == 1 and set(first.last.kwargs) == {"scale", "pair"} and first.last.grad
+    assert mods[1].total == 0 and mods[0].total == 1
+    net(torch.randn(3, 4))  # hooks removed on exit
+    assert first.total == 1
+    assert [w.path for w in find_modules(Args((), {"model": net}), 0)] == ["model"]

@@ -1,10 +1,12 @@
 """All GPU checks of cgtool in one run; a table at the end. Run through tools/gpu_check.sh.
 
-Sections: GPU tests · capture of every sample (vs the driver's DOT) · performance bars · failed
-capture · lint of samples/ (hazards by category and line) · bench accuracy, repeatability, cost,
-sweep, compare · partial capture (piecewise, module map) · distributed (tools/gpu_check_dist.py;
-`bash tools/gpu_check.sh distributed`) · compiled (tools/gpu_check_compiled.py: torch.compile's CUDA graphs) ·
-faults (the worker killed in each GPU phase). Artifacts go to $OUT (or ./gpu-check-out).
+Sections: tests (pytest -m gpu) · capture of every sample (vs the driver's DOT) · overhead (performance bars) ·
+failed capture · lint of samples/ (hazards by category and line) · bench accuracy, repeatability, cost, sweep,
+compare · dot · realworld (tools/gpu_realworld.py: library models) · partial, partial-hazards, partial-realworld
+(tools/gpu_check_partial.py: piecewise capture, module map) · distributed (tools/gpu_check_dist.py, on 2 GPUs)
+· compiled (tools/gpu_check_compiled.py: torch.compile's CUDA graphs) · faults (tools/gpu_check_faults.py: the
+worker killed in each GPU phase). One device call is limited to 10 minutes: name a few sections per call.
+Artifacts go to $OUT (or ./gpu-check-out).
 One section: `python3 tools/gpu_check.py faults`.
 """
 
@@ -22,6 +24,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 from tests.expect_markers import markers  # noqa: E402  (one `# expect:` parser for tests and this script)
+from tools import gpu_check_faults, gpu_check_partial  # noqa: E402
 from tools.gpu_realworld import section_realworld  # noqa: E402
 
 OUT = os.environ.get("OUT") or os.path.join(ROOT, "gpu-check-out")  # what comes back (8 files at most)
@@ -275,192 +278,25 @@ def section_overhead() -> None:
         f"{d['tracer_start_s']:.2f} s + checks {d['checks_s']:.2f} s; tracer_error {d['tracer_error']}")
 
 
-def _piece_row(name: str, d: dict | None, whole: str) -> None:
-    p = (d or {}).get("piecewise") or {}
-    if p.get("status") == "not-possible":  # torch refuses the step in pieces: a pass when cgtool says so clearly
-        note = p.get("note") or ""
-        row(f"partial piecewise {name}", note.startswith("piecewise not possible:"), f"{whole}; {note[:300]}")
-        return
-    if p.get("status") != "measured":
-        err = (p.get("error") or {}).get("message") or (d or {}).get("errors")
-        row(f"partial piecewise {name}", False, f"status {p.get('status')}; {str(err)[:300]}")
-        return
-    t, rp = p.get("timings") or {}, p.get("replay") or {}
-    share = p.get("kernel_share")
-    splits = ", ".join(f"{(s.get('frame') or {}).get('line')}: {s['reason'][:50]}" for s in p.get("splits", []))
-    ok = bool(p.get("pieces")) and rp.get("status") == "match" and (t.get("speedup") or 0) > 0
-    row(f"partial piecewise {name}", ok,
-        f"{whole}; {len(p['pieces'])} graph(s)/step, {share if share is None else format(share, '.0%')} of kernels in "
-        f"graphs ({p['kernels_in_graphs']} in, {p['kernels_outside']} out); replay {rp.get('status')} (max abs "
-        f"{rp.get('max_abs', 0):.2g}); speedup vs eager {t.get('speedup', 0):.2f}x (eager {t.get('eager_us', 0):.0f} us, "
-        f"pieced {t.get('replay_us', 0):.0f} us); split at [{splits}]; skips {p.get('skips')}; {p.get('note', '')[:200]}")
-
-
-# A representative subset (the first H100 run of every breaking hazard sample ran past 300 s): a host read in a
-# training step, a data-dependent shape, the AMP scaler's step, a stream mutation torch refuses, samples/partial.
-PARTIAL_SAMPLES = ["samples/hazards/item_sync.py", "samples/hazards/bool_mask.py", "samples/hazards/gradscaler_step.py",
-                   "samples/hazards/default_stream.py"]
-
-
-def _modules_row(script: str, depth: str, log: list[str]) -> None:
-    out = os.path.join(WORK, "capture", "modules_" + os.path.basename(script)[:-3])
-    try:
-        r = cgtool("capture", script, "--modules", depth, "--out", out, "--timeout", "60", timeout=75)
-    except subprocess.TimeoutExpired:
-        row(f"partial modules {script} --modules {depth}", False, "no result in 75 s")
-        return
-    log.append(f"== capture {script} --modules {depth} exit {r.returncode}\n{r.stdout[-5000:]}\n{r.stderr[-2000:]}")
-    try:
-        m = json.load(open(os.path.join(out, "report.json")))["modules"] or {}
-    except (OSError, ValueError, KeyError):
-        row(f"partial modules {script}", False, f"no report; exit {r.returncode}: {r.stderr[-300:]}")
-        return
-    t, rp = m.get("timings") or {}, m.get("replay") or {}
-    mods = "; ".join(f"{e['path']} {e['status']}" + (f" ({e['reason'][:60]})" if e["reason"] else "")
-                     for e in m.get("modules", [])[:12])
-    ok = m.get("status") == "measured" and bool(m.get("graphed")) and rp.get("status") == "match"
-    row(f"partial modules {script} --modules {depth}", ok,
-        f"graphed {m.get('graphed')}; replay {rp.get('status')} (max abs {rp.get('max_abs', 0):.2g}); speedup "
-        f"{t.get('speedup', 0):.2f}x; {mods}; {m.get('note', '')[:100]}")
-
-
-def section_partial() -> None:
-    """Partial capture (docs/partial.md) in about 200 s of GPU time: the module map first (so its rows are seen),
-    the probe of the torch APIs alongside it (correctness only: it runs beside the module rows), then piecewise on
-    a representative subset with a short timing budget, each run under its own timeout, rows printed as they end."""
-    t0 = time.perf_counter()
-    probe = subprocess.Popen([sys.executable, "tools/partial_probe.py"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, cwd=ROOT)
-    log: list[str] = []
-    for script, depth in (("samples/partial/module_breaks.py", "1"), ("samples/partial/llama_loss_log.py", "2")):
-        _modules_row(script, depth, log)
-    try:
-        text, _ = probe.communicate(timeout=max(10.0, 90 - (time.perf_counter() - t0)))
-    except subprocess.TimeoutExpired:
-        probe.kill()
-        text = (probe.communicate()[0] or "") + "\n(killed: past its time)"
-    with open(os.path.join(OUT, "partial_probe.txt"), "w") as fh:
-        fh.write(text)
-    for line in text.splitlines():
-        if line.startswith("PROBE "):
-            row("partial probe " + line[6:].split(":", 1)[0], "FAILED" not in line, line.split(":", 1)[1].strip()[:400])
-    paths = PARTIAL_SAMPLES + [os.path.relpath(p, ROOT) for p in sorted(glob.glob(os.path.join(ROOT, "samples", "partial", "*.py")))]
-    for name in paths:
-        try:
-            r = cgtool("bench", name, "--piecewise", "--budget-s", "1.5", "--json", "--timeout", "45", timeout=55)
-        except subprocess.TimeoutExpired:
-            row(f"partial piecewise {name}", False, "no result in 55 s")
-            continue
-        log.append(f"== {name} exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
-        try:
-            d = json.loads(r.stdout)
-        except json.JSONDecodeError:
-            row(f"partial piecewise {name}", False, f"exit {r.returncode}: {r.stderr[-300:]}")
-            continue
-        rules = ",".join(sorted({rule for _, rule in markers(os.path.join(ROOT, name))}))
-        _piece_row(name, d, f"whole step breaks ({rules})")
-    out = os.path.join(WORK, "capture", "partial_item_sync")
-    try:
-        r = cgtool("capture", "samples/hazards/item_sync.py", "--piecewise", "--out", out, "--timeout", "60", timeout=90)
-        log.append(f"== capture item_sync --piecewise exit {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-2000:]}")
-        dots = sorted(f for f in os.listdir(out) if f.startswith("graph-piece-")) if os.path.isdir(out) else []
-        verdict = [ln for ln in r.stdout.splitlines() if ln.startswith("whole step")]
-        row("partial capture --piecewise verdict + DOT per piece (item_sync)", bool(verdict) and bool(dots),
-            f"exit {r.returncode}; {' '.join(verdict)[:300]}; files {dots}")
-    except subprocess.TimeoutExpired:
-        row("partial capture --piecewise verdict + DOT per piece (item_sync)", False, "no result in 90 s")
-    with open(os.path.join(OUT, "partial.txt"), "w") as fh:
-        fh.write("\n".join(log))
-    row("partial section wall time < 200 s (info)", None, f"{time.perf_counter() - t0:.0f} s")
-
-
-FAULT_STOPS = {  # GPU phase -> where tests/data/faults/stop_in_phase.py waits (3 warmup calls come first)
-    "capture": "capturing",  # the step's call while the stream captures (call 4)
-    "replay-check": "call:5",  # the replay check's first eager call on fresh inputs (it makes two: eager vs eager)
-    "timing": "call:7",  # the first eager call of the quick timing (after the replay check's two)
-}
-
-
-def _gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except OSError:
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def _fault_run(phase: str, sig: int) -> tuple[str, bool, str]:
-    """`cgtool capture` of the fault script, the worker signalled once it waits in `phase`: exit 4, a report
-    naming the signal and the phase, nothing left running (the worker and the `sleep` it forked)."""
-    import shutil
-    import signal as signals
-    import tempfile
-
-    name = signals.Signals(sig).name
-    folder = tempfile.mkdtemp(prefix=f"fault-{phase}-{name}-", dir=WORK)
-    script = shutil.copy(os.path.join(ROOT, "tests", "data", "faults", "stop_in_phase.py"), folder)
-    with open(os.path.join(folder, "fault_at.txt"), "w") as fh:
-        fh.write(FAULT_STOPS[phase] + "\n")
-    out = os.path.join(folder, "out")
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "cgtool", "capture", script, "--out", out], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, cwd=ROOT, env=dict(os.environ, NO_COLOR="1"))
-    pids_path = os.path.join(folder, "pids")
-    while not os.path.exists(pids_path) and proc.poll() is None and time.perf_counter() - t0 < 120:
-        time.sleep(0.05)
-    if not os.path.exists(pids_path):
-        proc.kill()
-        stdout, stderr = proc.communicate()
-        return f"fault: {name} in {phase}", False, f"never stopped there; exit {proc.returncode}: {stdout[-200:]} {stderr[-200:]}"
-    worker, child = (int(p) for p in open(pids_path).read().split())
-    os.kill(worker, sig)
-    try:
-        stdout, stderr = proc.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return f"fault: {name} in {phase}", False, "cgtool did not return within 120 s of the signal"
-    try:
-        report = json.load(open(os.path.join(out, "report.json")))
-        reported = report["errors"][0]["phase"] if report["errors"] else "-"
-        status = report["status"]
-    except (OSError, ValueError, KeyError, IndexError):
-        reported, status = "-", "no report.json"
-    leftovers = [p for p in os.listdir(out) if p.startswith(".")] if os.path.isdir(out) else []
-    ok = (proc.returncode == 4 and status == "worker-failed" and reported == phase and f"killed by {name}" in stdout
-          and not leftovers and _gone(worker) and _gone(child) and "Traceback" not in stdout + stderr)
-    return (f"fault: {name} in {phase}", ok, f"exit {proc.returncode}, {status}, phase reported {reported}, "
-            f"{'no orphan' if _gone(child) else 'ORPHANED sleep ' + str(child)}, {time.perf_counter() - t0:.1f} s")
-
-
-def section_faults() -> None:
-    """The worker killed by SIGKILL, SIGTERM and SIGINT in each GPU phase (capture, replay check, timing): nine
-    runs at once (a tiny step each), about 20-40 s. CPU phases (load, setup, warmup): tests/test_faults.py."""
-    import signal as signals
-    from concurrent.futures import ThreadPoolExecutor
-
-    cases = [(phase, sig) for phase in FAULT_STOPS for sig in (signals.SIGKILL, signals.SIGTERM, signals.SIGINT)]
-    with ThreadPoolExecutor(len(cases)) as pool:
-        for check, ok, detail in pool.map(lambda c: _fault_run(*c), cases):
-            row(check, ok, detail)
-
-
 def main() -> int:
     sections = sys.argv[1:] or ["tests", "capture", "failed", "lint", "overhead", "bench", "dot", "faults", "realworld",
-                                "partial", "distributed", "compiled"]
+                                "partial", "partial-hazards", "partial-realworld", "distributed", "compiled"]
     import torch
 
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}", flush=True)
     funcs = {"tests": section_tests, "capture": section_capture, "failed": section_failed_capture,
              "lint": section_lint, "overhead": section_overhead, "bench": section_bench, "dot": section_dot,
-             "realworld": lambda: section_realworld(row, cgtool, OUT, WORK), "partial": section_partial,
+             "realworld": lambda: section_realworld(row, cgtool, OUT, WORK),
+             "partial": lambda: gpu_check_partial.section_partial(row, cgtool, OUT, WORK),
+             "partial-hazards": lambda: gpu_check_partial.section_partial_hazards(row, cgtool, OUT, WORK),
+             "partial-realworld": lambda: gpu_check_partial.section_partial_realworld(row, cgtool, OUT, WORK),
              "distributed": lambda: __import__("tools.gpu_check_dist").gpu_check_dist.section(ROOT, OUT, WORK, row, markers),
              "compiled": lambda: __import__("tools.gpu_check_compiled").gpu_check_compiled.section(row, cgtool, OUT, WORK),
-             "faults": section_faults}
+             "faults": lambda: gpu_check_faults.section(row, WORK)}
+    unknown = [s for s in sections if s not in funcs]
+    if unknown:
+        print(f"unknown section(s) {unknown}; sections: {' '.join(funcs)}", file=sys.stderr)
+        return 2
     for s in sections:
         t0 = time.perf_counter()
         try:

@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-from cgtool.commands.common import make_job, run_with_progress
+from cgtool.commands.common import make_job, run_partial_jobs
 from cgtool.errors import ExitCode
 
 
@@ -19,13 +19,10 @@ def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, s
 
     base = make_job("bench", target, entry, warmup, settings=settings)
     job = Job(PARTIAL, base.script, base.entry, dict(base.settings))
-    outcome = run_with_progress(job, max(timeout, 60.0 + 2 * float(settings["budget_s"]) + 120.0),
-                                show=not (as_json or quiet))
+    d, outcome = run_partial_jobs(job, max(timeout, 60.0 + 2 * float(settings["budget_s"]) + 120.0),
+                                  show=not (as_json or quiet))
     if outcome.result is None:
-        d: dict[str, Any] = {"piecewise": None, "modules": None, "errors": [
-            ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message).to_json()]}
-    else:
-        d = outcome.result
+        d["errors"].append(ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message).to_json())
     data = json.dumps({"kind": "cgtool-bench-partial", **d}, indent=1) + "\n"
     out = console()
     pieces = None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"])

@@ -75,6 +75,42 @@ def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
     return ExitCode.OK if report.status in (CAPTURED, COMPILED) else ExitCode.PROBLEMS
 
 
+def run_partial_jobs(job: Job, timeout: float, show: bool) -> tuple[dict[str, Any], WorkerOutcome]:
+    """The partial-capture job (settings piecewise / modules) in workers of its own: on a GPU the pieced step
+    first, rerun once in a fresh worker without keeping the pieces' graphs when the first run asks for it
+    (a failed run can leave torch's allocator broken in its process), then the module map in another worker
+    (torch.compile's state and a failed piecewise run stay out of it). Returns the merged result
+    {"piecewise", "modules", "errors"} and the last worker's outcome; a worker that fails ends the runs."""
+    from cgtool.model.job import Job as JobType
+
+    merged: dict[str, Any] = {"piecewise": None, "modules": None, "errors": []}
+    outcome = run_with_progress(job, timeout, show)
+    runs = [outcome]
+    if outcome.result is not None and outcome.result.get("rerun_piecewise"):
+        why = outcome.result["rerun_piecewise"]
+        again = JobType(job.kind, job.script, job.entry, {**job.settings, "modules": None, "keep_graphs": False},
+                        job.force_cpu)
+        second = run_with_progress(again, timeout, show)
+        runs.append(second)
+        if second.result is not None and second.result.get("piecewise"):
+            second.result["piecewise"]["note"] = f"{why}: {second.result['piecewise'].get('note', '')}".rstrip(": ")
+            outcome.result["piecewise"] = second.result["piecewise"]
+            outcome.result["errors"] = outcome.result.get("errors", []) + second.result.get("errors", [])
+    if outcome.result is not None and outcome.result.get("modules_pending") and not any(
+            r.failure == "interrupted" for r in runs):
+        modules = JobType(job.kind, job.script, job.entry, {**job.settings, "piecewise": False}, job.force_cpu)
+        third = run_with_progress(modules, timeout, show)
+        runs.append(third)
+        if third.result is not None:
+            outcome.result["modules"] = third.result.get("modules")
+            outcome.result["errors"] = outcome.result.get("errors", []) + third.result.get("errors", [])
+    failed = next((r for r in runs if r.result is None), None)
+    if outcome.result is not None:
+        merged.update({k: outcome.result.get(k) for k in ("piecewise", "modules")})
+        merged["errors"] = list(outcome.result.get("errors", []))
+    return merged, failed or runs[-1]
+
+
 def run_partial(job: Job, report: Report, timeout: float, show: bool, options: dict[str, Any]) -> None:
     """The partial-capture job in its own worker (a failed whole-step capture can spoil the CUDA context);
     its sections and errors go into `report`."""
@@ -83,11 +119,9 @@ def run_partial(job: Job, report: Report, timeout: float, show: bool, options: d
     from cgtool.model.report import ErrorRecord
 
     part = Job(PARTIAL, job.script, job.entry, {**job.settings, **options}, job.force_cpu)
-    outcome = run_with_progress(part, timeout, show)
+    d, outcome = run_partial_jobs(part, timeout, show)
     if outcome.result is None:
         report.errors.append(ErrorRecord(outcome.phase or "partial", outcome.failure or "crash", outcome.message))
-        return
-    d = outcome.result
     report.piecewise = None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"])
     report.modules = None if d.get("modules") is None else ModuleMap.from_json(d["modules"])
     known = {(e.phase, e.message) for e in report.errors}

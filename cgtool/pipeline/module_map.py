@@ -24,23 +24,42 @@ class Watched:
     last: Call | None = None  # the last call's arguments (kept only when asked)
     ranges: list[tuple[list[Any], int, int]] = field(default_factory=list)  # (tracer op list, start, end)
 
+    @property
+    def container(self) -> bool:
+        """An nn.ModuleList / nn.ModuleDict: no forward of its own, never called; its children are."""
+        import torch
+
+        return type(self.module).forward is torch.nn.Module.forward
+
+    def never_called(self) -> str:
+        """Why a module with no call has none."""
+        if self.container:
+            return f"a container ({type(self.module).__name__}) without a forward: its modules are listed below it"
+        return "the step never called it"
+
 
 def find_modules(state: Args, depth: int) -> list[Watched]:
-    """nn.Module values of the state (by argument name) and their children to `depth`, each module once."""
+    """nn.Module values of the state (by argument name) and their children to `depth`, each module once.
+
+    A container without a forward of its own (nn.ModuleList, nn.ModuleDict) is never called, so it does not use
+    up a level: its children are listed one level below it even past `depth` (`model.layers.0`, …), which is
+    where a transformer's blocks are."""
     import torch
 
     roots = [(k, v) for k, v in state.kwargs.items()] + [(f"arg{i}", v) for i, v in enumerate(state.args)]
     found: list[Watched] = []
     seen: set[int] = set()
 
-    def walk(path: str, m: Any, d: int) -> None:
+    def walk(path: str, m: Any, d: int, expand: bool = True) -> None:
         if id(m) in seen:
             return
         seen.add(id(m))
         found.append(Watched(path, m, d))
-        if d < depth:
+        if not expand:
+            return
+        if d < depth or type(m).forward is torch.nn.Module.forward:
             for name, child in m.named_children():
-                walk(f"{path}.{name}", child, d + 1)
+                walk(f"{path}.{name}", child, d + 1, expand=d < depth)
 
     for name, value in roots:
         if isinstance(value, torch.nn.Module):
@@ -49,35 +68,49 @@ def find_modules(state: Args, depth: int) -> list[Watched]:
 
 
 class ModuleWatch:
-    """Global forward hooks that count each watched module's calls, keep its last call's arguments (keep_calls)
-    and the range of ops the CPU analysis's tracer recorded during it."""
+    """Forward hooks on the watched modules that count each one's calls, keep its last call's arguments
+    (keep_calls; positional and keyword) and the range of ops the CPU analysis's tracer recorded during it."""
 
     def __init__(self, keep_calls: bool = False) -> None:
         self.by_id: dict[int, Watched] = {}
         self.keep_calls = keep_calls
         self._stack: list[tuple[Watched, Any, int]] = []
         self._handles: list[Any] = []
+        self._active = False
 
     def add(self, modules: list[Watched]) -> None:
         for w in modules:
-            self.by_id.setdefault(id(w.module), w)
+            if id(w.module) not in self.by_id:
+                self.by_id[id(w.module)] = w
+                if self._active:
+                    self._hook(w.module)
 
     def new_iteration(self) -> None:
         for w in self.by_id.values():
             w.calls = 0
 
     def __enter__(self) -> ModuleWatch:
-        from torch.nn.modules.module import register_module_forward_hook, register_module_forward_pre_hook
-
-        self._handles = [register_module_forward_pre_hook(self._pre), register_module_forward_hook(self._post)]
+        self._active = True
+        for w in self.by_id.values():
+            self._hook(w.module)
         return self
 
     def __exit__(self, *exc: Any) -> None:
+        self._active = False
         for h in self._handles:
             h.remove()
         self._handles = []
 
-    def _pre(self, module: Any, args: Any) -> None:
+    def _hook(self, module: Any) -> None:
+        """Per-module hooks (global pre-hooks never see keyword arguments): the pre-hook with kwargs, the
+        post-hook also when forward raises."""
+        self._handles.append(module.register_forward_pre_hook(self._pre, with_kwargs=True))
+        try:
+            self._handles.append(module.register_forward_hook(self._post, always_call=True))
+        except TypeError:  # a torch without always_call
+            self._handles.append(module.register_forward_hook(self._post))
+
+    def _pre(self, module: Any, args: Any, kwargs: Any) -> None:
         w = self.by_id.get(id(module))
         if w is None:
             return
@@ -87,9 +120,11 @@ class ModuleWatch:
         w.total += 1
         if self.keep_calls:
             params = any(p.requires_grad for p in module.parameters())
+            from torch.utils._pytree import tree_leaves
+
             grad = torch.is_grad_enabled() and (params or any(
-                isinstance(a, torch.Tensor) and a.requires_grad for a in args))
-            w.last = Call(tuple(args), {}, grad)
+                isinstance(a, torch.Tensor) and a.requires_grad for a in tree_leaves((args, kwargs))))
+            w.last = Call(tuple(args), dict(kwargs or {}), grad)
         ops = _tracer_ops()
         self._stack.append((w, ops, len(ops) if ops is not None else 0))
 
@@ -171,6 +206,8 @@ def attribute(trace: Any, findings: list[Finding], modules: list[Watched]) -> li
         mine = tuple(f for f in errors if _carries(places.get((f.file or "", f.line or 0)), f.library))
         status = FAILS if mine else (CLEAN if w.total else NOT_CALLED)
         reason = "; ".join(f"{f.rule} at line {f.line} (`{_code(f.source)}`)" for f in mine[:3])
+        if status == NOT_CALLED:
+            reason = w.never_called()
         entries.append(ModuleEntry(w.path, type(w.module).__name__, w.depth, status, reason, mine))
     return entries
 

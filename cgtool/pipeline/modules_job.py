@@ -96,7 +96,7 @@ def _graph_modules(modules: list[Any], cpu: dict[str, ModuleEntry], stream: Any,
         if parent is not None:
             entries.append(ModuleEntry(w.path, name, w.depth, SKIPPED, f"inside `{parent}`, which graphs whole"))
         elif w.total == 0 or w.last is None:
-            entries.append(ModuleEntry(w.path, name, w.depth, NOT_CALLED, "the step never called it"))
+            entries.append(ModuleEntry(w.path, name, w.depth, NOT_CALLED, w.never_called()))
         elif base is not None and base.status == FAILS:
             entries.append(ModuleEntry(w.path, name, w.depth, FAILS, base.reason + " (CPU analysis; not captured "
                                        "on the GPU, where a failed capture can spoil the CUDA context)", base.findings))

@@ -12,18 +12,25 @@ from cgtool.model.job import Job
 from cgtool.model.partial import FAILED, ModuleMap, Piecewise
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
+from cgtool.pipeline.piecewise_job import METHOD, RerunFresh
 from cgtool.script.contract import ScriptRaised, load_script
 from cgtool.script.errors import error_record
 from cgtool.script.frames import user_frames_of_traceback
 
 
 def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
-    """{"piecewise": Piecewise JSON or None, "modules": ModuleMap JSON or None, "errors": [...]}."""
+    """{"piecewise": Piecewise JSON or None, "modules": ModuleMap JSON or None, "errors": [...]}, and
+    "rerun_piecewise": why, when the piecewise run that kept its graphs failed and should run again in a fresh
+    worker with settings keep_graphs=False, and "modules_pending" when both parts were asked for on a GPU: this
+    worker runs the pieced step only, the module map runs in a fresh worker (commands/common.py:
+    run_partial_jobs does both)."""
     settings = job.settings
     depth = settings.get("modules")
     piecewise: Piecewise | None = None
     modules: ModuleMap | None = None
     errors: list[ErrorRecord] = []
+    rerun = ""
+    pending = False
     try:
         progress.phase("load", job.script)
         script = load_script(job.script, job.entry)
@@ -34,10 +41,16 @@ def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
         else:
             torch.cuda.init()
             if settings.get("piecewise"):
-                piecewise = _attempt(lambda: _gpu_piecewise(script, settings, progress), errors, "piecewise")
+                try:
+                    piecewise = _attempt(lambda: _gpu_piecewise(script, settings, progress), errors, "piecewise")
+                except RerunFresh as exc:
+                    rerun = str(exc)
+                    piecewise = Piecewise(FAILED, METHOD, note=rerun)
                 if piecewise is None:
                     piecewise = Piecewise(FAILED, "", error=errors[-1])
-            if depth is not None:
+            if depth is not None and settings.get("piecewise"):
+                pending = True  # the module map runs in a worker of its own, after this one
+            elif depth is not None:
                 modules = _attempt(lambda: _gpu_modules(script, settings, progress), errors, "modules")
                 if modules is None:
                     modules = ModuleMap(FAILED, int(depth), error=errors[-1])
@@ -47,7 +60,8 @@ def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
         errors.append(error_record(exc.phase, exc.exc))
     return {"piecewise": None if piecewise is None else piecewise.to_json(),
             "modules": None if modules is None else modules.to_json(),
-            "errors": [e.to_json() for e in errors]}
+            "errors": [e.to_json() for e in errors], **({"rerun_piecewise": rerun} if rerun else {}),
+            **({"modules_pending": True} if pending else {})}
 
 
 def _on_cpu(script: Any, settings: dict[str, Any], depth: Any):
@@ -83,6 +97,8 @@ def _attempt(fn: Any, errors: list[ErrorRecord], what: str) -> Any:
     """Run one part; its failure becomes an error record (phase `piecewise` or `modules`), never a lost result."""
     try:
         return fn()
+    except RerunFresh:
+        raise
     except ScriptRaised as exc:
         errors.append(error_record(exc.phase, exc.exc))
     except Exception as exc:  # torch.compile or a capture failing: keep the other part, print the traceback

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import tempfile
@@ -45,36 +44,35 @@ TORCH_REFUSALS = (
 KEEP_SUSPECTS = ("curr_block->size == block_state.size",)
 
 
+class RerunFresh(Exception):
+    """The run that kept the pieces' graphs failed in a way a run without them may not: run the piecewise job
+    again in a fresh worker with settings keep_graphs=False. Not in this process: a failed run can leave torch's
+    caching allocator broken for it (on the H100 the next setup() then failed an allocator INTERNAL ASSERT)."""
+
+
 def run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog) -> Piecewise:
-    """The pieced step with its graphs kept for reading; if that run fails, once more without keeping them (torch
-    left alone: counts from the profiler). A failure both times that is torch refusing the step is reported as
-    `not-possible` with torch's reason; anything else propagates (FAILED with the error)."""
+    """The pieced step, its graphs kept for reading (settings keep_graphs, default true). A failure that is torch
+    refusing the step is reported as `not-possible` with torch's reason; any other failure of the run that kept
+    graphs raises RerunFresh (the caller runs it again, without keeping them, in a new process); a failure
+    without kept graphs propagates (FAILED with the error)."""
+    keep = bool(settings.get("keep_graphs", True))
     try:
-        return _run_piecewise(script, settings, progress, keep=True)
+        return _run_piecewise(script, settings, progress, keep=keep)
     except ScriptRaised as exc:
-        if exc.phase in ("setup", "inputs"):
+        if exc.phase in ("setup", "inputs") or (not keep and not _refused(exc.exc)):
             raise
         first: BaseException = exc.exc
     except Exception as exc:  # noqa: BLE001 - torch.compile, the trees or reading the graphs
+        if not keep and not _refused(exc):
+            raise
         first = exc
     import traceback
 
     traceback.print_exception(type(first), first, first.__traceback__)
-    if _refused(first) and not any(r in str(first) for r in KEEP_SUSPECTS):
+    if _refused(first) and not (keep and any(r in str(first) for r in KEEP_SUSPECTS)):
         return _not_possible(first)  # torch's refusal of the step itself: a rerun would meet it again
-    progress.phase("retry", "piecewise again without keeping the pieces' graphs")
-    why = f"the run that kept the pieces' graphs failed ({type(first).__name__}: {_first_line(str(first))[:200]})"
-    try:
-        p = _run_piecewise(script, settings, progress, keep=False)
-    except ScriptRaised as exc:
-        if exc.phase in ("setup", "inputs") or not _refused(exc.exc):
-            raise
-        return _not_possible(exc.exc)
-    except Exception as exc:
-        if not _refused(exc):
-            raise
-        return _not_possible(exc)
-    return dataclasses.replace(p, note=f"{why}; rerun without them: {p.note}")
+    raise RerunFresh(f"the run that kept the pieces' graphs failed ({type(first).__name__}: "
+                     f"{_first_line(str(first))[:200]}); rerun in a fresh process without keeping them")
 
 
 def _refused(exc: BaseException) -> bool:
