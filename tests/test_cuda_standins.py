@@ -101,3 +101,19 @@ def test_capturable_optimizers_and_grad_scaler_run_on_the_cpu():
         model(torch.randn(2, 3)).sum().backward()
         torch.optim.AdamW(model.parameters(), capturable=True).step()
     assert "cpu" not in __import__("torch.optim.optimizer", fromlist=["x"])._get_capturable_supported_devices()
+
+
+def test_a_library_in_a_folder_named_torch_still_gets_the_gpu_answers(tmp_path):
+    """The GPU image keeps its venv in /opt/torch/.venv: transformers' files there contain "/torch/" but are not
+    torch's, so during the emulated capture they must see is_current_stream_capturing() true (a path test for
+    "/torch/" made the whole library look like torch, and its capture-aware checks ran: a false CG101)."""
+    lib = tmp_path / "opt" / "torch" / ".venv" / "lib" / "site-packages" / "fakelib" / "masking.py"
+    lib.parent.mkdir(parents=True)
+    lib.write_text("import torch\ndef ask():\n    return torch.cuda.is_current_stream_capturing(), torch.cuda.is_available()\n")
+    space: dict = {}
+    exec(compile(lib.read_text(), str(lib), "exec"), space)
+    with cuda_standins() as cuda:
+        cuda.capturing = True
+        assert space["ask"]() == (True, True)
+        cuda.capturing = False
+        assert space["ask"]()[0] is False

@@ -205,7 +205,7 @@ def test_partial_parts_run_in_fresh_workers(monkeypatch):
     assert [(j.get("piecewise"), j.get("modules"), j.get("keep_graphs", True)) for j in jobs] == [
         (True, 1, True), (True, None, False), (False, 1, True)]
     assert d["piecewise"]["status"] == "measured" and d["modules"] == {"status": "measured"}
-    assert d["piecewise"]["note"] == "the run that kept the pieces' graphs failed (E): 3 dynamo graph(s)"
+    assert d["piecewise"]["note"] == "3 dynamo graph(s) (the run that kept the pieces' graphs failed (E))"
     assert outcome.result is not None and set(d) == {"piecewise", "modules", "errors"}
 
 
@@ -295,3 +295,20 @@ def test_module_watch_keeps_keyword_arguments_and_lists_container_children(tmp_p
     net(torch.randn(3, 4))  # hooks removed on exit
     assert first.total == 1
     assert [w.path for w in find_modules(Args((), {"model": net}), 0)] == ["model"]
+
+
+def test_a_module_call_with_none_arguments_splits_and_rebuilds():
+    """A decoder layer's call: tensors, None values (attention_mask=None) and a tuple of tensors. The tensors are
+    cut out and put back in their places; None stays None (it once took a tensor's place: StopIteration)."""
+    from cgtool.capture.module_graphs import _rebuild, _same_call, _split
+
+    h, cos, sin = torch.ones(2, 3), torch.zeros(3), torch.ones(3)
+    args, kwargs = (h,), {"attention_mask": None, "position_embeddings": (cos, sin), "use_cache": False}
+    tensors, template = _split(args, kwargs)
+    assert [t is x for t, x in zip(tensors, (h, cos, sin))] == [True, True, True]
+    a, k = _rebuild(template, tuple(tensors))
+    assert a[0] is h and k["attention_mask"] is None and k["position_embeddings"][1] is sin and k["use_cache"] is False
+    shapes = [(t.shape, t.dtype, t.device) for t in tensors]
+    assert _same_call(template, shapes, (h + 1,), dict(kwargs)) is not None
+    assert _same_call(template, shapes, (h,), {**kwargs, "use_cache": True}) is None
+    assert _same_call(template, shapes, (h,), {**kwargs, "attention_mask": torch.ones(3)}) is None

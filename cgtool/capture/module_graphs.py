@@ -18,7 +18,7 @@ class Call:
 
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
-    grad: bool  # grad enabled and something (an input or a parameter) requires grad
+    grad: bool  # grad enabled and an output requires grad: the call needs a backward graph too
 
 
 @dataclass
@@ -30,6 +30,16 @@ class GraphedModule:
     fallbacks: list[str] = field(default_factory=list)
 
 
+class _Slot:
+    """Where a tensor was cut out of a call (None cannot mark it: `attention_mask=None` is a value)."""
+
+    def __repr__(self) -> str:
+        return "<tensor>"
+
+
+SLOT = _Slot()
+
+
 def _split(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], Any]:
     """The call's tensors in order, and a template with the tensors cut out."""
     import torch
@@ -37,7 +47,7 @@ def _split(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[list[Any], An
 
     leaves, spec = tree_flatten((args, kwargs))
     tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
-    template = [None if isinstance(x, torch.Tensor) else x for x in leaves]
+    template = [SLOT if isinstance(x, torch.Tensor) else x for x in leaves]
     return tensors, (spec, template)
 
 
@@ -46,7 +56,7 @@ def _rebuild(template: Any, tensors: tuple[Any, ...]) -> tuple[tuple[Any, ...], 
 
     spec, leaves = template
     it = iter(tensors)
-    return tree_unflatten([next(it) if x is None else x for x in leaves], spec)
+    return tree_unflatten([next(it) if x is SLOT else x for x in leaves], spec)
 
 
 def _same_call(template: Any, shapes: list[Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any] | None:
@@ -57,7 +67,10 @@ def _same_call(template: Any, shapes: list[Any], args: tuple[Any, ...], kwargs: 
         return None
     if other[0] != template[0] or len(tensors) != len(shapes):
         return None
-    if any(a is not b and a != b for a, b in zip(other[1], template[1]) if a is not None):
+    try:
+        if any(a is not b and bool(a != b) for a, b in zip(other[1], template[1]) if a is not SLOT):
+            return None
+    except Exception:  # values that do not compare (or not to a bool): not the captured call
         return None
     if [(t.shape, t.dtype, t.device) for t in tensors] != shapes:
         return None
@@ -72,7 +85,9 @@ def graph_module(module: Any, call: Call, stream: Any) -> GraphedModule:
 
     tensors, template = _split(call.args, call.kwargs)
     shapes = [(t.shape, t.dtype, t.device) for t in tensors]
-    static = tuple(t.detach().clone().requires_grad_(t.requires_grad) for t in tensors)
+    # static inputs: for a training call, leaves that require grad where the call's tensors did (autograd of the
+    # graphed callable); for a forward-only call, plain tensors (a copy into a leaf that requires grad would fail)
+    static = tuple(t.detach().clone().requires_grad_(t.requires_grad and call.grad) for t in tensors)
     original = module.forward
 
     class Bound(torch.nn.Module):  # the module called with tensors only, its parameters visible to autograd
@@ -120,9 +135,10 @@ def _forward_graph(bound: Any, static: tuple[Any, ...], stream: Any) -> Any:
         out = bound(*static)
 
     def run(*ts: Any) -> Any:
-        for dst, src in zip(static, ts):
-            if dst.data_ptr() != src.data_ptr():
-                dst.copy_(src)
+        with torch.no_grad():
+            for dst, src in zip(static, ts):
+                if dst.data_ptr() != src.data_ptr():
+                    dst.copy_(src)
         graph.replay()
         return out
 

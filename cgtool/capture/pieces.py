@@ -54,7 +54,8 @@ class PiecedStep:
 
 def prepare_pieced(script: Script, settings: dict[str, Any], log: PhaseLog, size: int | None = None,
                    keep: bool = True) -> PiecedStep:
-    """setup → eager warmup on a side stream → compile and record the pieces on inputs(warmup). With `keep`, the
+    """setup → eager warmup on a side stream → compile and record the pieces on inputs(warmup), on the current
+    stream (the stream every later run of the step uses). With `keep`, the
     CUDAGraphs the cudagraph trees make keep their cudaGraph_t (to be read later); without, torch is left alone.
     The eager warmup matters: state the step creates lazily (optimizer moments) is then made outside the pieces;
     made inside one, it would be a graph output that the next replay overwrites."""
@@ -77,18 +78,23 @@ def prepare_pieced(script: Script, settings: dict[str, Any], log: PhaseLog, size
         raise ScriptRaised("inputs", exc) from None
     backend = _explaining_backend()
     compiled = torch.compile(script.step, backend=backend)
-    step = PiecedStep(script, dataclasses.replace(script, step=compiled), state, static_inputs, stream, 0.0)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    # from here on every run of the step, eager or pieced, is on the current stream (see below)
+    step = PiecedStep(script, dataclasses.replace(script, step=compiled), state, static_inputs,
+                      torch.cuda.current_stream(), 0.0)
     log.phase("compile", 'torch.compile(step, backend="cudagraphs"): pieces recorded')
     t0 = time.perf_counter()
+    # recorded on the current stream, where the pieced step runs later (profile, replay check, timing) and where
+    # a user calls a compiled step: a recording made on a side stream and a re-recording on another leave the
+    # trees' pool with blocks of two streams, and torch 2.11's pool checkpoint then fails
+    # ("curr_block->size == block_state.size", H100: module_breaks.py, whose float guard recompiles a piece)
     with kept_graphs(keep) as kept, skip_messages() as skips:
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for _ in range(RECORD_CALLS):
-                try:
-                    step.run_pieced()
-                except Exception as exc:
-                    raise ScriptRaised("compile", exc) from None
-        torch.cuda.current_stream().wait_stream(stream)
+        for _ in range(RECORD_CALLS):
+            try:
+                step.run_pieced()
+            except Exception as exc:
+                raise ScriptRaised("compile", exc) from None
         torch.cuda.synchronize()
     step.compile_ms = (time.perf_counter() - t0) * 1e3
     step.made = len(kept)

@@ -93,7 +93,8 @@ def run_partial_jobs(job: Job, timeout: float, show: bool) -> tuple[dict[str, An
         second = run_with_progress(again, timeout, show)
         runs.append(second)
         if second.result is not None and second.result.get("piecewise"):
-            second.result["piecewise"]["note"] = f"{why}: {second.result['piecewise'].get('note', '')}".rstrip(": ")
+            note = second.result["piecewise"].get("note") or ""
+            second.result["piecewise"]["note"] = f"{note} ({why})" if note else why
             outcome.result["piecewise"] = second.result["piecewise"]
             outcome.result["errors"] = outcome.result.get("errors", []) + second.result.get("errors", [])
     if outcome.result is not None and outcome.result.get("modules_pending") and not any(

@@ -132,6 +132,14 @@ class ModuleWatch:
         if not self._stack or self._stack[-1][0].module is not module:
             return
         w, ops, start = self._stack.pop()
+        if self.keep_calls and w.last is not None and w.last.grad:
+            import torch
+            from torch.utils._pytree import tree_leaves
+
+            # backward only through outputs that need grad: a module whose outputs do not (rotary embeddings: cos
+            # and sin from the input's dtype alone) is captured forward-only; make_graphed_callables would record
+            # an empty backward graph for it, and its replay fails
+            w.last.grad = any(isinstance(o, torch.Tensor) and o.requires_grad for o in tree_leaves(out))
         if ops is not None:
             w.ranges.append((ops, start, len(ops)))
 

@@ -61,19 +61,30 @@ def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) ->
             return script.call_step(state, inputs)
 
     replay = timings = None
-    if graphed and settings.get("replay_check", True):
-        progress.phase("replay-check", "step with the graphed modules vs eager")
-        replay = compare_runs(state, lambda: eager(fresh), lambda: with_graphs(fresh), stream, label,
-                              what="step with graphed modules")
-    if graphed and settings.get("timing", True):
-        from cgtool.bench.measure import Prepared
+    paths = tuple(e.path for e in entries if e.status == GRAPHED)
+    phase = "replay-check"
+    try:
+        if graphed and settings.get("replay_check", True):
+            progress.phase("replay-check", "step with the graphed modules vs eager")
+            replay = compare_runs(state, lambda: eager(fresh), lambda: with_graphs(fresh), stream, label,
+                                  what="step with graphed modules")
+        if graphed and settings.get("timing", True):
+            from cgtool.bench.measure import Prepared
 
-        progress.phase("timing", "eager vs graphed modules")
-        prep = Prepared({"eager": eager, "replay": with_graphs}, stream, 0.0, 0.0, 0)
-        timings = time_prepared(prep, script, settings, "the step with graphed modules")
+            phase = "timing"
+            progress.phase("timing", "eager vs graphed modules")
+            prep = Prepared({"eager": eager, "replay": with_graphs}, stream, 0.0, 0.0, 0)
+            timings = time_prepared(prep, script, settings, "the step with graphed modules")
+    except Exception as exc:  # the step with the graphs swapped in failed: the map itself stays
+        import traceback
+
+        from cgtool.script.errors import error_record
+
+        traceback.print_exc()
+        return ModuleMap(FAILED, depth, tuple(entries), paths, replay, timings, error_record(phase, exc), note=(
+            cpu_note + f"the step with {', '.join(paths)} graphed failed in the {phase}; the map above stands"))
     fallbacks = sorted({f for g in graphed for f in g.fallbacks})
     note = cpu_note + ("; ".join(fallbacks) if fallbacks else "")
-    paths = tuple(e.path for e in entries if e.status == GRAPHED)
     return ModuleMap(MEASURED, depth, tuple(entries), paths, replay, timings, note=note)
 
 

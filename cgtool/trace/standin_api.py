@@ -6,6 +6,7 @@ installs them and records their calls.
 from __future__ import annotations
 
 import itertools
+import os
 import sys
 from typing import Any
 
@@ -13,7 +14,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from cgtool.model.trace import RecordStreamEvent
-from cgtool.script.frames import is_user_file
+from cgtool.script.frames import CGTOOL_DIR, is_user_file
 
 DEFAULT_STREAM = 0
 CAPTURE_STREAM = 1
@@ -75,11 +76,19 @@ def called_by_user(depth: int = 2) -> bool:
     return is_user_file(sys._getframe(depth).f_code.co_filename)
 
 
+# torch's and cgtool's own package folders (not any path with a folder named "torch": a venv in /opt/torch/
+# holds transformers too, which must get a GPU machine's answers)
+_INSIDE = tuple(os.path.abspath(d).replace("\\", "/").rstrip("/") + "/"
+                for d in (os.path.dirname(torch.__file__), CGTOOL_DIR))
+
+
 def called_outside_torch(depth: int = 2) -> bool:
     """True when the caller is the user's code or a library of theirs (transformers, timm, ...), not torch
     itself or cgtool: they get the answers a GPU machine gives; torch's internals keep the CPU's."""
-    path = sys._getframe(depth).f_code.co_filename.replace("\\", "/")
-    return not ("/torch/" in path or "/cgtool/" in path or path.startswith("<"))
+    path = sys._getframe(depth).f_code.co_filename
+    if path.startswith("<"):
+        return False
+    return not os.path.abspath(path).replace("\\", "/").startswith(_INSIDE)
 
 
 class Stream:
