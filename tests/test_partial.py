@@ -56,6 +56,21 @@ def test_kernels_split_by_launch_and_step():
     assert s.outside == [("local_scalar", 1)]
 
 
+def test_the_last_profiled_step_is_reported_when_the_step_had_not_settled():
+    """module_breaks.py on the H100: the first profiled steps still replayed graphs, then dynamo hit its recompile
+    limit and ran the pieces eagerly; an average over the steps said "7 kernels in graphs" with no launch."""
+    events = []
+    for step, base in enumerate((0, 1000, 2000)):
+        events.append(_ev(f"cgtool-step-{step}", "user_annotation", base, dur=900))
+        if step == 0:
+            events += [_ev("cudaGraphLaunch", "cuda_runtime", base + 10, corr=500), _ev("gemm", "kernel", base + 40, corr=500)]
+        events += [_ev("cudaLaunchKernel", "cuda_runtime", base + 20, corr=600 + step),
+                   _ev("max", "kernel", base + 50, corr=600 + step)]
+    s = split_kernels({"traceEvents": events})
+    assert s.per_step == [(1, 1), (0, 1), (0, 1)] and not s.settled
+    assert (s.kernels_in_graphs, s.kernels_outside, s.launches) == (0, 1, [])
+
+
 def test_graph_node_id_marks_graph_kernels_without_a_launch_event():
     s = split_kernels([_ev("k", "kernel", 0, corr=5, **{"graph node id": 7}), _ev("j", "kernel", 1, corr=6)])
     assert (s.kernels_in_graphs, s.kernels_outside) == (1, 1)
@@ -134,6 +149,7 @@ def test_kept_graphs_pass_keep_graph_to_init(monkeypatch):
 
 
 def test_piecewise_asks_for_a_fresh_rerun_without_kept_graphs_and_reports_torch_refusals(monkeypatch):
+    from cgtool.capture.pieces import PiecedStepFailed
     from cgtool.model.partial import NOT_POSSIBLE
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline import piecewise_job
@@ -143,7 +159,8 @@ def test_piecewise_asks_for_a_fresh_rerun_without_kept_graphs_and_reports_torch_
 
     def checkpoint(script, settings, progress, keep):
         calls.append(keep)
-        raise RuntimeError("Expected curr_block->size == block_state.size to be true, but got false.")
+        raise PiecedStepFailed("in the profiled steps", RuntimeError(
+            "Expected curr_block->size == block_state.size to be true, but got false."))
 
     monkeypatch.setattr(piecewise_job, "_run_piecewise", checkpoint)
     with pytest.raises(piecewise_job.RerunFresh, match="kept the pieces' graphs failed .RuntimeError: Expected curr_block"):
@@ -154,14 +171,16 @@ def test_piecewise_asks_for_a_fresh_rerun_without_kept_graphs_and_reports_torch_
 
     def refused(script, settings, progress, keep):
         calls.append(keep)
-        raise ScriptRaised("compile", RuntimeError("Mutations on inputs with user-specified streams are not yet "
-                                                   "supported. See: https://github.com/pytorch/pytorch/issues/172522"))
+        raise PiecedStepFailed("while recording the pieces", RuntimeError(
+            "Mutations on inputs with user-specified streams are not yet supported. See: "
+            "https://github.com/pytorch/pytorch/issues/172522"))
 
     calls.clear()
     monkeypatch.setattr(piecewise_job, "_run_piecewise", refused)
     p = piecewise_job.run_piecewise(None, {}, PhaseLog())
     assert calls == [True] and p.status == NOT_POSSIBLE
     assert p.note.startswith("piecewise not possible: Mutations on inputs with user-specified streams")
+    assert 'backend="cudagraphs") raised RuntimeError while recording the pieces' in p.note
 
     def broken(script, settings, progress, keep):
         raise ValueError("a cgtool bug")

@@ -18,8 +18,9 @@ GRAPH_LAUNCH = ("cudaGraphLaunch", "cuGraphLaunch")  # runtime and driver names 
 
 @dataclass
 class KernelSplit:
-    """Per step (averaged over the profiled steps): kernels in graphs and outside, their GPU time, and the
-    graph launches of one step in order as (kernels, gpu_us)."""
+    """The last profiled step (the steady state: earlier ones may still record or recompile): kernels in graphs
+    and outside, their GPU time, and its graph launches in order as (kernels, gpu_us); `per_step` has every
+    step's (kernels in graphs, kernels outside), to show a step that had not settled."""
 
     steps: int
     kernels_in_graphs: int = 0
@@ -27,7 +28,13 @@ class KernelSplit:
     us_in_graphs: float = 0.0
     us_outside: float = 0.0
     launches: list[tuple[int, float]] = field(default_factory=list)
-    outside: list[tuple[str, int]] = field(default_factory=list)  # kernel name, launches per step, most first
+    outside: list[tuple[str, int]] = field(default_factory=list)  # kernel name, launches in the step, most first
+    per_step: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def settled(self) -> bool:
+        """Every profiled step ran the same kernels the same way."""
+        return len(set(self.per_step)) <= 1
 
 
 def is_graph_launch(name: str) -> bool:
@@ -35,29 +42,46 @@ def is_graph_launch(name: str) -> bool:
 
 
 def split_kernels(trace: dict[str, Any] | list[dict[str, Any]]) -> KernelSplit:
-    """Classify the kernels of a chrome trace (`prof.export_chrome_trace`) by how they were launched."""
+    """Classify the kernels of a chrome trace (`prof.export_chrome_trace`) by how they were launched, per
+    `cgtool-step-N` annotation (a kernel belongs to the step whose annotation holds its launch call); without
+    annotations, all kernels count as one step."""
     events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
     steps = sorted((e for e in events if str(e.get("name", "")).startswith(STEP_PREFIX) and e.get("ph") == "X"),
                    key=lambda e: float(e.get("ts", 0)))
     launch_ts: dict[int, float] = {}  # correlation id of a graph launch -> its CPU timestamp
+    call_ts: dict[int, float] = {}  # correlation id of any launch call -> its CPU timestamp
     for e in events:
-        if is_graph_launch(str(e.get("name", ""))) and e.get("cat") in ("cuda_runtime", "cuda_driver"):
+        if e.get("cat") in ("cuda_runtime", "cuda_driver"):
             corr = _corr(e)
             if corr is not None:
-                launch_ts[corr] = float(e.get("ts", 0))
+                call_ts[corr] = float(e.get("ts", 0))
+                if is_graph_launch(str(e.get("name", ""))):
+                    launch_ts[corr] = float(e.get("ts", 0))
     kernels = [e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"]
-    n = max(1, len(steps))
-    in_graph = [k for k in kernels if _corr(k) in launch_ts or _graph_node(k)]
-    outside = [k for k in kernels if not (_corr(k) in launch_ts or _graph_node(k))]
+    by_step: list[list[dict[str, Any]]] = [[] for _ in steps] or [kernels]
+    if steps:
+        spans = [(float(s.get("ts", 0)), float(s.get("ts", 0)) + float(s.get("dur", 0))) for s in steps]
+        for k in kernels:
+            ts = call_ts.get(_corr(k) or -1)
+            i = next((i for i, (lo, hi) in enumerate(spans) if ts is not None and lo <= ts <= hi), None)
+            if i is not None:
+                by_step[i].append(k)
     split = KernelSplit(steps=len(steps))
-    split.kernels_in_graphs = round(len(in_graph) / n)
-    split.kernels_outside = round(len(outside) / n)
-    split.us_in_graphs = sum(float(k.get("dur", 0)) for k in in_graph) / n
-    split.us_outside = sum(float(k.get("dur", 0)) for k in outside) / n
-    names = Counter(str(k.get("name", "?")) for k in outside)
-    split.outside = [(name, max(1, round(c / n))) for name, c in names.most_common()]
+    for ks in by_step:
+        split.per_step.append((sum(1 for k in ks if _in_graph(k, launch_ts)), sum(1 for k in ks if not _in_graph(k, launch_ts))))
+    last = by_step[-1]
+    in_graph = [k for k in last if _in_graph(k, launch_ts)]
+    outside = [k for k in last if not _in_graph(k, launch_ts)]
+    split.kernels_in_graphs, split.kernels_outside = len(in_graph), len(outside)
+    split.us_in_graphs = sum(float(k.get("dur", 0)) for k in in_graph)
+    split.us_outside = sum(float(k.get("dur", 0)) for k in outside)
+    split.outside = Counter(str(k.get("name", "?")) for k in outside).most_common()
     split.launches = _launches_of_last_step(steps, launch_ts, in_graph)
     return split
+
+
+def _in_graph(k: dict[str, Any], launch_ts: dict[int, float]) -> bool:
+    return _corr(k) in launch_ts or _graph_node(k)
 
 
 def _launches_of_last_step(steps: list[dict[str, Any]], launch_ts: dict[int, float],

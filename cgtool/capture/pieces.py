@@ -41,15 +41,30 @@ class PiecedStep:
     kept: list[Any] = field(default_factory=list)  # the CUDAGraphs recorded that kept their graph, in order
     made: int = 0  # CUDAGraphs made while recording (kept or not)
     skips: list[str] = field(default_factory=list)
+    backend: Any = None  # the backend torch.compile was given (ExplainWithBackend: its graphs and break reasons)
+    now: str = "while recording the pieces"  # what the pieced step is being run for, for PiecedStepFailed
 
     def run_eager(self, inputs: Args | None = None) -> Any:
         return self.eager.call_step(self.state, self.static_inputs if inputs is None else inputs)
 
     def run_pieced(self, inputs: Args | None = None) -> Any:
+        """One call of the compiled step; what it raises (the eager step did not) is torch.compile's failure on
+        this step: PiecedStepFailed, with what was running then (`self.now`)."""
         import torch
 
         torch.compiler.cudagraph_mark_step_begin()  # a new iteration: earlier outputs may be overwritten
-        return self.pieced.call_step(self.state, self.static_inputs if inputs is None else inputs)
+        try:
+            return self.pieced.call_step(self.state, self.static_inputs if inputs is None else inputs)
+        except Exception as exc:
+            raise PiecedStepFailed(self.now, exc) from None
+
+    def graphs_compiled(self) -> int:
+        """FX graphs dynamo has handed to the backend so far (more than after recording: it recompiled)."""
+        return len(getattr(self.backend, "graphs", []) or [])
+
+
+class PiecedStepFailed(ScriptRaised):
+    """The step compiled with backend="cudagraphs" raised where the eager step did not."""
 
 
 def prepare_pieced(script: Script, settings: dict[str, Any], log: PhaseLog, size: int | None = None,
@@ -91,17 +106,15 @@ def prepare_pieced(script: Script, settings: dict[str, Any], log: PhaseLog, size
     # ("curr_block->size == block_state.size", H100: module_breaks.py, whose float guard recompiles a piece)
     with kept_graphs(keep) as kept, skip_messages() as skips:
         for _ in range(RECORD_CALLS):
-            try:
-                step.run_pieced()
-            except Exception as exc:
-                raise ScriptRaised("compile", exc) from None
+            step.run_pieced()
         torch.cuda.synchronize()
     step.compile_ms = (time.perf_counter() - t0) * 1e3
     step.made = len(kept)
     step.kept = [g for g in kept if _has_graph(g)]
     step.skips = list(dict.fromkeys(skips))
     step.splits = split_points(getattr(backend, "break_reasons", None))
-    step.dynamo_graphs = len(getattr(backend, "graphs", []) or [])
+    step.backend = backend
+    step.dynamo_graphs = step.graphs_compiled()
     return step
 
 

@@ -33,14 +33,10 @@ def cpu_split_points(findings: list[Finding]) -> Piecewise:
         "speedup need a CUDA device"))
 
 
-# torch refusing to compile or record the step in pieces (not a cgtool failure): the message names torch's reason
-TORCH_REFUSALS = (
-    "not yet supported",  # "Mutations on inputs with user-specified streams are not yet supported" (torch 2.11)
-    "accessing tensor output of CUDAGraphs that has been overwritten",  # state kept from a piece's output
-    "curr_block->size == block_state.size",  # the trees' allocator checkpoint on a re-recording (torch 2.11)
-    "CUDACachingAllocator.cpp",  # another allocator INTERNAL ASSERT on the trees' private pool (torch 2.11, H100)
-)
-# refusals that kept graphs might cause (the allocator's pool checkpoint): worth one run without them
+# Anything the compiled step raises is torch refusing or failing the step in pieces (seen on torch 2.11: "Mutations
+# on inputs with user-specified streams are not yet supported", "accessing tensor output of CUDAGraphs that has
+# been overwritten", a piece recorded for one data-dependent size replayed for another): `not-possible` with
+# torch's reason. Failures that kept graphs might cause (the allocator's pool checkpoint) get one run without.
 KEEP_SUSPECTS = ("curr_block->size == block_state.size",)
 
 
@@ -51,39 +47,47 @@ class RerunFresh(Exception):
 
 
 def run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog) -> Piecewise:
-    """The pieced step, its graphs kept for reading (settings keep_graphs, default true). A failure that is torch
-    refusing the step is reported as `not-possible` with torch's reason; any other failure of the run that kept
-    graphs raises RerunFresh (the caller runs it again, without keeping them, in a new process); a failure
-    without kept graphs propagates (FAILED with the error)."""
+    """The pieced step, its graphs kept for reading (settings keep_graphs, default true). What the compiled step
+    raises (the eager one did not) is torch.compile failing on this step: `not-possible` with torch's reason
+    and when it raised. A failure that kept graphs may have caused (KEEP_SUSPECTS), or any failure of cgtool's
+    own code while graphs were kept, raises RerunFresh (the caller runs it again, without keeping them, in a new
+    process); without kept graphs it propagates (FAILED with the error), as do the script's own errors."""
+    from cgtool.capture.pieces import PiecedStepFailed
+
     keep = bool(settings.get("keep_graphs", True))
     try:
         return _run_piecewise(script, settings, progress, keep=keep)
-    except ScriptRaised as exc:
-        if exc.phase in ("setup", "inputs") or (not keep and not _refused(exc.exc)):
-            raise
+    except PiecedStepFailed as exc:
         first: BaseException = exc.exc
-    except Exception as exc:  # noqa: BLE001 - torch.compile, the trees or reading the graphs
-        if not keep and not _refused(exc):
+        if not (keep and any(r in str(first) for r in KEEP_SUSPECTS)):
+            _print(first)
+            return _not_possible(first, exc.phase)
+    except ScriptRaised:
+        raise  # the script's own code (setup, inputs, the eager step) raised: its error
+    except Exception as exc:  # noqa: BLE001 - cgtool's own code around the step (the profile, reading graphs)
+        if not keep:
             raise
         first = exc
-    import traceback
-
-    traceback.print_exception(type(first), first, first.__traceback__)
-    if _refused(first) and not (keep and any(r in str(first) for r in KEEP_SUSPECTS)):
-        return _not_possible(first)  # torch's refusal of the step itself: a rerun would meet it again
+    _print(first)
     raise RerunFresh(f"the run that kept the pieces' graphs failed ({type(first).__name__}: "
                      f"{_first_line(str(first))[:200]}); rerun in a fresh process without keeping them")
 
 
-def _refused(exc: BaseException) -> bool:
-    text = str(exc)
-    return any(r in text for r in TORCH_REFUSALS)
+def _print(exc: BaseException) -> None:
+    import traceback
+
+    traceback.print_exception(type(exc), exc, exc.__traceback__)
 
 
-def _not_possible(exc: BaseException) -> Piecewise:
-    """torch refused the step in pieces: its reason, nothing measured."""
+def _not_possible(exc: BaseException, when: str = "") -> Piecewise:
+    """torch refused the step in pieces, or the compiled step failed: its reason and where, nothing measured."""
+    from cgtool.script.frames import user_frames_of_traceback
+
     reason = _first_line(str(exc)) or type(exc).__name__
-    return Piecewise(NOT_POSSIBLE, METHOD, note=f"piecewise not possible: {reason}")
+    frames = user_frames_of_traceback(exc.__traceback__)
+    at = f" at line {frames[-1].line} (`{frames[-1].source.split('  #', 1)[0].strip()}`)" if frames else ""
+    how = f' (torch.compile(step, backend="cudagraphs") raised {type(exc).__name__} {when}{at})' if when else ""
+    return Piecewise(NOT_POSSIBLE, METHOD, note=f"piecewise not possible: {reason}{how}")
 
 
 def _first_line(text: str) -> str:
@@ -91,8 +95,9 @@ def _first_line(text: str) -> str:
 
 
 def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog, keep: bool) -> Piecewise:
-    """Compile and record the pieces, profile one step's kernels, check replay, time eager vs pieced, and only
-    then read the kept graphs (a failure to read them leaves the pieces without graphs, never fails the run)."""
+    """Compile and record the pieces, profile the step's kernels, check replay, time eager vs pieced, and only
+    then read the kept graphs (a failure to read them leaves the pieces without graphs, never fails the run).
+    A pieced step in which no piece runs as a CUDA graph once it has settled is `not-possible`, with why."""
     import torch
 
     from cgtool.capture.compare_runs import compare_runs
@@ -105,18 +110,36 @@ def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog,
             "piecewise not possible: torch.compile made no graph of this step (dynamo ran it eagerly: "
             f"{reasons})"))
     progress.phase("profile", "kernels in graphs and outside")
-    split = profile_split(step.run_pieced, steps=3)
+    step.now = "in the profiled steps"
+    split = profile_split(step.run_pieced, steps=PROFILED_STEPS)
+    settle = "" if split.settled else (
+        f"the pieced step had not settled while profiled (kernels in graphs/outside per step: "
+        f"{', '.join(f'{a}/{b}' for a, b in split.per_step)}; the last step is reported)")
+    recompiled = step.graphs_compiled() - step.dynamo_graphs
+    if recompiled > 0:
+        settle = "; ".join(x for x in (settle, (
+            f"dynamo compiled {recompiled} more graph(s) after recording: guards on values that change from step "
+            "to step (a Python number read from a tensor) make it recompile, up to its recompile limit, after "
+            "which it runs those pieces eagerly")) if x)
+    if split.kernels_in_graphs == 0:
+        why = "; ".join(dict.fromkeys(step.skips)) or settle or "the backend left every piece eager"
+        return Piecewise(NOT_POSSIBLE, METHOD, tuple(step.splits), (), 0, split.kernels_outside, 0.0, split.us_outside,
+                         tuple(split.outside[:10]), tuple(step.skips), note=(
+                             f"piecewise not possible: no piece of the step runs as a CUDA graph once it has settled "
+                             f"({why})"))
     replay = None
     if settings.get("replay_check", True):
         progress.phase("replay-check", "pieced step vs eager")
         index = int(settings.get("warmup", 3)) + 1
         fresh = script.call_inputs(index, torch.device("cuda"), settings.get("size"))
         label = f"inputs({index}), fresh" if fresh is not None else "setup's values (the script has no inputs())"
+        step.now = f"on {label} (the replay check)"
         replay = compare_runs(step.state, lambda: step.run_eager(fresh), lambda: step.run_pieced(fresh), step.stream,
                               label, what="pieced step")
     timings = None
     if settings.get("timing", True):
         progress.phase("timing", "eager vs pieced")
+        step.now = "while timed"
         prep = Prepared({"eager": step.run_eager, "replay": step.run_pieced}, step.stream, step.compile_ms, 0.0, 0)
         timings = time_prepared(prep, script, settings, "the pieced step")
     torch.cuda.synchronize()
@@ -128,13 +151,17 @@ def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog,
         how = "the pieces' graphs were not kept (counts come from the profiler)"
     else:
         how = f"the pieces' graphs could not be read: {read_error or 'none matched a launch'} (counts come from the profiler)"
-    note = f"{step.dynamo_graphs} dynamo graph(s), {step.made} CUDA graph(s) made, {len(step.kept)} kept; {how}"
+    note = "; ".join(x for x in (
+        f"{step.dynamo_graphs} dynamo graph(s), {step.made} CUDA graph(s) made, {len(step.kept)} kept", how, settle) if x)
     return Piecewise(MEASURED, METHOD, tuple(step.splits), pieces, split.kernels_in_graphs, split.kernels_outside,
                      split.us_in_graphs, split.us_outside, tuple(split.outside[:10]), tuple(step.skips), replay,
                      timings, note=note)
 
 
-def profile_split(fn: Callable[[], Any], steps: int = 3) -> Any:
+PROFILED_STEPS = 4  # the last one is reported: the steady state
+
+
+def profile_split(fn: Callable[[], Any], steps: int = PROFILED_STEPS) -> Any:
     """torch.profiler over `steps` calls, each in a `cgtool-step-N` annotation; kernels split by launch."""
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
