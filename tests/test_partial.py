@@ -62,6 +62,7 @@ def test_the_last_profiled_step_is_reported_when_the_step_had_not_settled():
     events = []
     for step, base in enumerate((0, 1000, 2000)):
         events.append(_ev(f"cgtool-step-{step}", "user_annotation", base, dur=900))
+        events.append(_ev(f"cgtool-step-{step}", "gpu_user_annotation", base + 30, dur=300))  # the GPU side: not a step
         if step == 0:
             events += [_ev("cudaGraphLaunch", "cuda_runtime", base + 10, corr=500), _ev("gemm", "kernel", base + 40, corr=500)]
         events += [_ev("cudaLaunchKernel", "cuda_runtime", base + 20, corr=600 + step),

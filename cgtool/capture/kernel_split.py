@@ -46,8 +46,10 @@ def split_kernels(trace: dict[str, Any] | list[dict[str, Any]]) -> KernelSplit:
     `cgtool-step-N` annotation (a kernel belongs to the step whose annotation holds its launch call); without
     annotations, all kernels count as one step."""
     events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
-    steps = sorted((e for e in events if str(e.get("name", "")).startswith(STEP_PREFIX) and e.get("ph") == "X"),
-                   key=lambda e: float(e.get("ts", 0)))
+    # the CPU side of each annotation (the profiler also writes a `gpu_user_annotation` of the same name, in GPU
+    # time: counting it too doubled the steps)
+    steps = sorted((e for e in events if str(e.get("name", "")).startswith(STEP_PREFIX) and e.get("ph") == "X"
+                    and e.get("cat") != "gpu_user_annotation"), key=lambda e: float(e.get("ts", 0)))
     launch_ts: dict[int, float] = {}  # correlation id of a graph launch -> its CPU timestamp
     call_ts: dict[int, float] = {}  # correlation id of any launch call -> its CPU timestamp
     for e in events:
