@@ -332,3 +332,20 @@ def test_a_module_call_with_none_arguments_splits_and_rebuilds():
     assert _same_call(template, shapes, (h + 1,), dict(kwargs)) is not None
     assert _same_call(template, shapes, (h,), {**kwargs, "use_cache": True}) is None
     assert _same_call(template, shapes, (h,), {**kwargs, "attention_mask": torch.ones(3)}) is None
+
+
+def test_verdict_calls_a_pieced_step_whose_replay_differs_unsafe():
+    """custom_generator.py on the H100: the pieces replay the random numbers recorded with them (the script's own
+    generator is not advanced by graph replay), so the pieced step computes something else than eager."""
+    import dataclasses
+
+    from cgtool.model.report_parts import TensorDiff
+    from cgtool.render.partial import partial_verdict
+
+    r = _measured()
+    r.piecewise = dataclasses.replace(r.piecewise, replay=ReplayCheck("mismatch", "inputs(4)", (
+        TensorDiff("output", (64, 10), "torch.float32", 0.26, 0.5, False),)),
+                                      timings=Timings(90.0, 135.0, 50))
+    v = partial_verdict(r).split("; ")[1]
+    assert v == ("piecewise: 2 graphs, 75% of kernels, 0.7× — but the pieced step's replay differs from eager (max abs "
+                 "error 0.26): unsafe, not recommended")

@@ -34,16 +34,20 @@ from tests.expect_markers import markers  # noqa: E402
 SECTION_BUDGET_S = float(os.environ.get("CGTOOL_SECTION_BUDGET_S", "500"))
 
 
-def piece_row(row: Callable, check: str, d: dict | None, whole: str, judge: bool = True) -> None:
+def piece_row(row: Callable, check: str, d: dict | None, whole: str, judge: bool = True, verdict: str = "") -> None:
     """PASS: pieces measured with replay matching eager, or a clear `not-possible`. Not judged (INFO) for a step
-    whose whole-step capture worked: piecewise is shown, not needed (its replay differs where the whole step's
-    did, for the same reason)."""
+    whose whole-step capture worked (piecewise is shown, not needed: its replay differs where the whole step's
+    did, for the same reason), nor for a pieced step whose replay differs when the verdict calls it unsafe (the
+    hazard shows in the pieces too: custom_generator.py's generator is not advanced by graph replay)."""
+    p = (d or {}).get("piecewise") or {}
+    if (p.get("replay") or {}).get("status") == "mismatch" and "unsafe" in verdict:
+        judge = False
+        whole += "; the pieced step's replay differs from eager and the verdict says unsafe"
     if not judge:
         _row = row
 
         def row(check: str, ok: bool | None, detail: str) -> None:  # noqa: F811 - the same row, not judged
             _row(check, None, detail)
-    p = (d or {}).get("piecewise") or {}
     if p.get("status") == "not-possible":  # torch refuses the step in pieces: a pass when cgtool says so clearly
         note = p.get("note") or ""
         row(check, note.startswith("piecewise not possible:"), f"{whole}; {note[:300]}")
@@ -114,8 +118,8 @@ def capture_piecewise_row(row: Callable, cgtool: Callable, work: str, path: str,
     captured = d.get("status") == "captured"
     if captured:
         whole += f"; the whole step captures (replay {(d.get('replay') or {}).get('status')}): piecewise not judged"
-    piece_row(row, check, d, whole, judge=not captured)
     verdict = [ln for ln in r.stdout.splitlines() if ln.startswith("whole step")]
+    piece_row(row, check, d, whole, judge=not captured, verdict=verdict[-1] if verdict else "")
     if verdict:
         print("   verdict:", verdict[-1], flush=True)
 

@@ -97,11 +97,16 @@ def partial_verdict(report: Report) -> str:
         text = f"piecewise: {len(p.pieces)} graph{'s' if len(p.pieces) != 1 else ''}"
         if p.kernel_share is not None:
             text += f", {p.kernel_share:.0%} of kernels"
-        if p.timings is not None and p.timings.speedup < 1.0:
+        unsafe = p.replay is not None and p.replay.status == "mismatch"
+        if unsafe:
+            text += (f", {p.timings.speedup:.1f}×" if p.timings is not None else "") + (
+                f" — but the pieced step's replay differs from eager (max abs error {p.replay.max_abs:.3g}): "
+                "unsafe, not recommended")
+        elif p.timings is not None and p.timings.speedup < 1.0:
             text += f", {p.timings.speedup:.1f}× — {SLOWER.split(' (', 1)[0]}; not recommended"
         elif p.timings is not None:
             text += f", {p.timings.speedup:.1f}× faster than eager"
-        if p.replay is not None and p.replay.status != "match":
+        if p.replay is not None and p.replay.status not in ("match", "mismatch"):
             text += f" (replay {p.replay.status})"
         parts.append(text)
     elif p is not None and p.status == NOT_POSSIBLE:
@@ -116,7 +121,9 @@ def partial_verdict(report: Report) -> str:
         text = f"graphing {names}"
         if m.timings is not None:
             text += f": {m.timings.speedup:.1f}×"
-        if m.replay is not None and m.replay.status != "match":
+        if m.replay is not None and m.replay.status == "mismatch":
+            text += f" — but replay differs from eager (max abs error {m.replay.max_abs:.3g}): unsafe, not recommended"
+        elif m.replay is not None and m.replay.status != "match":
             text += f" (replay {m.replay.status})"
         parts.append(text)
     elif m is not None and m.status == CPU_ONLY:
