@@ -27,8 +27,8 @@ from cgtool.errors import CgtoolError, ExitCode
 @click.option("--piecewise", is_flag=True, help="Also capture the step in pieces at its break points "
               "(torch.compile backend=\"cudagraphs\"): pieces, kernels in graphs, replay, speedup (docs/partial.md).")
 @click.option("--modules", "modules_depth", type=click.IntRange(min=0), default=None, metavar="DEPTH",
-              help="Also map which submodules (to DEPTH below the models in setup's state) capture on their own, "
-              "and time graphing them (docs/partial.md).")
+              help="Also map which submodules (to DEPTH below the models in setup's state; the blocks of a "
+              "ModuleList are listed below it) capture on their own, and time graphing them (docs/partial.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line (and errors).")
 @nproc_option
