@@ -16,6 +16,7 @@ import threading
 import time
 
 import pytest
+from procs import gone
 
 from cgtool.model.job import CAPTURE, Job
 from cgtool.model.report import WORKER_FAILED
@@ -48,20 +49,6 @@ def wait_for_pids(folder, timeout: float = 180.0) -> tuple[int, int]:
             return int(worker), int(child)
         time.sleep(0.05)
     raise AssertionError(f"the script never stopped in its phase ({path})")
-
-
-def gone(pid: int, timeout: float = 10.0) -> bool:
-    """True once `pid` has exited (a zombie waiting for init to reap it counts as gone)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def error_line(stderr: str) -> str:

@@ -13,7 +13,7 @@ import time
 
 import pytest
 from lint_samples import ITEM_SYNC, MASK_INDEX, SIDE_STREAM
-from test_faults import gone
+from procs import gone
 
 from cgtool.lint import run as lint_run
 from cgtool.lint.run import LintOptions, default_jobs, lint_paths

@@ -13,25 +13,14 @@ import time
 from typing import Callable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+from tests.procs import gone  # noqa: E402  (one definition, shared with tests/test_faults.py)
 
 FAULT_STOPS = {  # GPU phase -> where tests/data/faults/stop_in_phase.py waits (3 warmup calls come first)
     "capture": "capturing",  # the step's call while the stream captures (call 4)
     "replay-check": "call:5",  # the replay check's first eager call on fresh inputs (it makes two: eager vs eager)
     "timing": "call:7",  # the first eager call of the quick timing (after the replay check's two)
 }
-
-
-def _gone(pid: int, timeout: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with open(f"/proc/{pid}/stat") as fh:
-                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
-                    return True
-        except OSError:
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _fault_run(phase: str, sig: int, work: str) -> tuple[str, bool, str]:
@@ -72,9 +61,9 @@ def _fault_run(phase: str, sig: int, work: str) -> tuple[str, bool, str]:
         reported, status = "-", "no report.json"
     leftovers = [p for p in os.listdir(out) if p.startswith(".")] if os.path.isdir(out) else []
     ok = (proc.returncode == 4 and status == "worker-failed" and reported == phase and f"killed by {name}" in stdout
-          and not leftovers and _gone(worker) and _gone(child) and "Traceback" not in stdout + stderr)
+          and not leftovers and gone(worker) and gone(child) and "Traceback" not in stdout + stderr)
     return (f"fault: {name} in {phase}", ok, f"exit {proc.returncode}, {status}, phase reported {reported}, "
-            f"{'no orphan' if _gone(child) else 'ORPHANED sleep ' + str(child)}, {time.perf_counter() - t0:.1f} s")
+            f"{'no orphan' if gone(child) else 'ORPHANED sleep ' + str(child)}, {time.perf_counter() - t0:.1f} s")
 
 
 def section(row: Callable, work: str) -> None:

@@ -213,7 +213,8 @@ def attribute(trace: Any, findings: list[Finding], modules: list[Watched]) -> li
                         places.setdefault((f.file, f.line), set()).add(lib_text)
         mine = tuple(f for f in errors if _carries(places.get((f.file or "", f.line or 0)), f.library))
         status = FAILS if mine else (CLEAN if w.total else NOT_CALLED)
-        reason = "; ".join(f"{f.rule} at line {f.line} (`{_code(f.source)}`)" for f in mine[:3])
+        reason = "; ".join(f"{f.rule} at line {f.line} (`{_code(f.source)}`)" + (f" in {f.library}" if f.library else "")
+                           for f in mine[:3])
         if status == NOT_CALLED:
             reason = w.never_called()
         entries.append(ModuleEntry(w.path, type(w.module).__name__, w.depth, status, reason, mine))
