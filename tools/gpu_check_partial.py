@@ -43,24 +43,20 @@ def piece_row(row: Callable, check: str, d: dict | None, whole: str, judge: bool
     if (p.get("replay") or {}).get("status") == "mismatch" and "unsafe" in verdict:
         judge = False
         whole += "; the pieced step's replay differs from eager and the verdict says unsafe"
-    if not judge:
-        _row = row
-
-        def row(check: str, ok: bool | None, detail: str) -> None:  # noqa: F811 - the same row, not judged
-            _row(check, None, detail)
+    emit = row if judge else (lambda check, ok, detail: row(check, None, detail))
     if p.get("status") == "not-possible":  # torch refuses the step in pieces: a pass when cgtool says so clearly
         note = p.get("note") or ""
-        row(check, note.startswith("piecewise not possible:"), f"{whole}; {note[:300]}")
+        emit(check, note.startswith("piecewise not possible:"), f"{whole}; {note[:300]}")
         return
     if p.get("status") != "measured":
         err = (p.get("error") or {}).get("message") or (d or {}).get("errors")
-        row(check, False, f"{whole}; status {p.get('status')}; {str(err)[:300]}; {p.get('note', '')[:200]}")
+        emit(check, False, f"{whole}; status {p.get('status')}; {str(err)[:300]}; {p.get('note', '')[:200]}")
         return
     t, rp = p.get("timings") or {}, p.get("replay") or {}
     share = p.get("kernel_share")
     splits = ", ".join(f"{(s.get('frame') or {}).get('line')}: {s['reason'][:50]}" for s in p.get("splits", []))
     ok = bool(p.get("pieces")) and rp.get("status") == "match" and (t.get("speedup") or 0) > 0
-    row(check, ok,
+    emit(check, ok,
         f"{whole}; {len(p['pieces'])} graph(s)/step, {share if share is None else format(share, '.0%')} of kernels in "
         f"graphs ({p['kernels_in_graphs']} in, {p['kernels_outside']} out); replay {rp.get('status')} (max abs "
         f"{rp.get('max_abs', 0):.2g}); speedup vs eager {t.get('speedup', 0):.2f}x (eager {t.get('eager_us', 0):.0f} us, "

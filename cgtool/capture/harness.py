@@ -15,7 +15,7 @@ from cgtool.model.frame import Frame
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.script.contract import Args, Script, ScriptRaised
-from cgtool.script.errors import cuda_error_name
+from cgtool.script.errors import cuda_error_name, first_line
 from cgtool.script.frames import user_frames_of_traceback
 
 
@@ -125,22 +125,14 @@ def capture_error(exc: BaseException, analysis: Any = None) -> ErrorRecord:
         last = analysis.last_user_frame()
         if last is not None:
             frames = (last,)
-    text = " | ".join(_first_line(str(c)) for c in reversed(chain))
+    text = " | ".join(first_line(str(c)) for c in reversed(chain))
     return ErrorRecord(
         phase="capture",
         type=type(root).__name__,
-        message=_first_line(str(root)) or type(root).__name__,
+        message=first_line(str(root)) or type(root).__name__,
         frames=frames,
         cuda_error=cuda_error_name(text),
     )
-
-
-def _first_line(text: str) -> str:
-    for line in text.strip().splitlines():
-        line = line.strip()
-        if line and not line.startswith(("CUDA kernel errors might", "For debugging consider", "Compile with")):
-            return line
-    return ""
 
 
 def read_graph(captured: Captured, driver_dot_path: str | None):

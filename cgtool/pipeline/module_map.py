@@ -26,16 +26,20 @@ class Watched:
 
     @property
     def container(self) -> bool:
-        """An nn.ModuleList / nn.ModuleDict: no forward of its own, never called; its children are."""
-        import torch
-
-        return type(self.module).forward is torch.nn.Module.forward
+        return is_container(self.module)
 
     def never_called(self) -> str:
         """Why a module with no call has none."""
         if self.container:
             return f"a container ({type(self.module).__name__}) without a forward: its modules are listed below it"
         return "the step never called it"
+
+
+def is_container(module: Any) -> bool:
+    """An nn.ModuleList / nn.ModuleDict: no forward of its own, never called; its children are."""
+    import torch
+
+    return type(module).forward is torch.nn.Module.forward
 
 
 def find_modules(state: Args, depth: int) -> list[Watched]:
@@ -57,7 +61,7 @@ def find_modules(state: Args, depth: int) -> list[Watched]:
         found.append(Watched(path, m, d))
         if not expand:
             return
-        if d < depth or type(m).forward is torch.nn.Module.forward:
+        if d < depth or is_container(m):
             for name, child in m.named_children():
                 walk(f"{path}.{name}", child, d + 1, expand=d < depth)
 

@@ -14,7 +14,7 @@ from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.pipeline.piecewise_job import METHOD, RerunFresh
 from cgtool.script.contract import ScriptRaised, load_script
-from cgtool.script.errors import error_record
+from cgtool.script.errors import error_record, first_line
 from cgtool.script.frames import user_frames_of_traceback
 
 
@@ -105,10 +105,6 @@ def _attempt(fn: Any, errors: list[ErrorRecord], what: str) -> Any:
         import traceback
 
         traceback.print_exc()
-        errors.append(ErrorRecord(what, type(exc).__name__, _first_line(str(exc)) or type(exc).__name__,
+        errors.append(ErrorRecord(what, type(exc).__name__, first_line(str(exc))[:500] or type(exc).__name__,
                                   user_frames_of_traceback(exc.__traceback__)))
     return None
-
-
-def _first_line(text: str) -> str:
-    return next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")[:500]

@@ -15,6 +15,7 @@ from cgtool.model.partial import CPU_ONLY, MEASURED, NOT_POSSIBLE, Piece, Piecew
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import Timings
 from cgtool.script.contract import Script, ScriptRaised
+from cgtool.script.errors import first_line
 
 METHOD = ('torch.compile(step, backend="cudagraphs"): dynamo splits the step at its graph breaks and each piece '
           "(forward and backward) is recorded as a CUDA graph of the eager kernels (cudagraph trees); the rest runs "
@@ -70,7 +71,7 @@ def run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog) 
         first = exc
     _print(first)
     raise RerunFresh(f"the run that kept the pieces' graphs failed ({type(first).__name__}: "
-                     f"{_first_line(str(first))[:200]}); rerun in a fresh process without keeping them")
+                     f"{first_line(str(first))[:200]}); rerun in a fresh process without keeping them")
 
 
 def _print(exc: BaseException) -> None:
@@ -83,15 +84,11 @@ def _not_possible(exc: BaseException, when: str = "") -> Piecewise:
     """torch refused the step in pieces, or the compiled step failed: its reason and where, nothing measured."""
     from cgtool.script.frames import user_frames_of_traceback
 
-    reason = _first_line(str(exc)) or type(exc).__name__
+    reason = first_line(str(exc))[:400] or type(exc).__name__
     frames = user_frames_of_traceback(exc.__traceback__)
     at = f" at line {frames[-1].line} (`{frames[-1].source.split('  #', 1)[0].strip()}`)" if frames else ""
     how = f' (torch.compile(step, backend="cudagraphs") raised {type(exc).__name__} {when}{at})' if when else ""
     return Piecewise(NOT_POSSIBLE, METHOD, note=f"piecewise not possible: {reason}{how}")
-
-
-def _first_line(text: str) -> str:
-    return next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")[:400]
 
 
 def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog, keep: bool) -> Piecewise:
@@ -105,7 +102,7 @@ def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog,
 
     step = prepare_pieced(script, settings, progress, settings.get("size"), keep=keep)
     if step.dynamo_graphs == 0 and step.made == 0:  # dynamo ran the whole step eagerly: nothing to piece
-        reasons = "; ".join(_first_line(sp.reason) for sp in step.splits[:3]) or "no graph break was recorded"
+        reasons = "; ".join(first_line(sp.reason)[:400] for sp in step.splits[:3]) or "no graph break was recorded"
         return Piecewise(NOT_POSSIBLE, METHOD, tuple(step.splits), note=(
             "piecewise not possible: torch.compile made no graph of this step (dynamo ran it eagerly: "
             f"{reasons})"))
@@ -191,7 +188,7 @@ def read_pieces(kept: list[Any]) -> tuple[list[Any], str]:
 
         graphs = [read_cuda_graph(g.raw_cuda_graph()) for g in kept]
     except Exception as exc:  # noqa: BLE001 - cuda-bindings missing or too old for the driver, a destroyed graph
-        return [], f"{type(exc).__name__}: {_first_line(str(exc))[:160]}"
+        return [], f"{type(exc).__name__}: {first_line(str(exc))[:160]}"
     return [g for g in graphs if g.nodes], ""
 
 

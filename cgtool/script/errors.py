@@ -9,6 +9,19 @@ from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.report import ErrorRecord
 from cgtool.script.frames import user_frames_of_traceback
 
+# lines torch appends to a CUDA error's message: never its first line
+_CUDA_BOILERPLATE = ("CUDA kernel errors might", "For debugging consider", "Compile with")
+
+
+def first_line(text: str) -> str:
+    """The first line of an error message that says something ("" when none does)."""
+    for line in text.strip().splitlines():
+        line = line.strip()
+        if line and not line.startswith(_CUDA_BOILERPLATE):
+            return line
+    return ""
+
+
 _CUDA_ERRORS = (
     ("operation failed due to a previous error during capture", "cudaErrorStreamCaptureInvalidated"),
     ("capturing stream has unjoined work", "cudaErrorStreamCaptureUnjoined"),
