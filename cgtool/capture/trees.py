@@ -16,8 +16,9 @@ from cgtool.model.compiled_logs import is_cudagraph_logger
 class TreesObserver:
     """Context manager: install the hooks, collect; `records`, `warnings` and `closures` fill while it is on."""
 
-    def __init__(self, keep_graph: bool = True) -> None:
+    def __init__(self, keep_graph: bool = True, call_frame: Any = None) -> None:
         self.keep_graph = keep_graph
+        self.call_frame = call_frame  # () -> the user's call into compiled code now running (CompileWatch's)
         self.records: list[dict[str, Any]] = []
         self.warnings: list[str] = []
         self.closures: list[Any] = []  # the cudagraphify_impl results (their fn_cache maps key -> function)
@@ -60,7 +61,7 @@ class TreesObserver:
                         "logger": logger.name, "level": record.levelname, "iteration": observer.iteration,
                         "msg": record.msg if isinstance(record.msg, str) else repr(record.msg),
                         "args": [str(a) for a in record.args] if isinstance(record.args, tuple) else [],
-                        "message": record.getMessage()[:20000]})
+                        "message": record.getMessage()[:20000], "call": observer._call()})
                 except Exception:
                     pass
                 if record.levelno < logging.WARNING:
@@ -69,6 +70,12 @@ class TreesObserver:
 
         logging.Logger.handle = handle  # type: ignore[method-assign]
         self._undo.append(lambda: setattr(logging.Logger, "handle", orig))
+
+    def _call(self) -> dict[str, Any] | None:
+        if self.call_frame is None:
+            return None
+        frame = self.call_frame()
+        return None if frame is None else frame.to_json()
 
     def _hook_warnings(self) -> None:
         orig = warnings.showwarning

@@ -12,8 +12,10 @@ from cgtool.model.compiled import (
     PENDING_BACKWARD,
     RERECORD,
     SKIP,
+    RECOMPILE,
     CompiledEvent,
     CompiledRun,
+    GraphBreak,
 )
 from cgtool.model.finding import Finding
 from cgtool.model.frame import Frame
@@ -24,11 +26,14 @@ MIN_SHARE = 0.5  # CG704 below this share of a steady step's kernels inside grap
 
 
 def check_compiled(run: CompiledRun, script: str | None = None) -> list[Finding]:
-    if not run.observed:
-        return []
     site = _site_frame(run)
-    out = [_at(finding("CG701", f"torch.compile skipped CUDA graphs: {e.reason}"), e.frame or site)
-           for e in run.of_kind(SKIP)]
+    out = [_break_finding(run, b) for b in run.breaks if b.frame is not None]
+    if run.graphing:
+        out += _recompiles(run, site)
+    if not run.observed or run.captured_by != "trees":
+        return _unique(out)
+    out += [_at(finding("CG701", f"torch.compile skipped CUDA graphs: {e.reason}"), e.frame or site)
+            for e in run.of_kind(SKIP)]
     for e in run.of_kind(PARTITION):
         if e.frame is not None:  # the user's op: a split the user can remove (torch.cond and the like have none)
             out.append(_at(finding("CG701", f"torch.compile {e.reason}: that part runs outside CUDA graphs",
@@ -41,20 +46,96 @@ def check_compiled(run: CompiledRun, script: str | None = None) -> list[Finding]
         n, total = run.kernels_in_graphs or 0, (run.kernels_in_graphs or 0) + (run.kernels_outside or 0)
         out.append(_at(finding("CG704", f"{n} of {total} GPU kernels per step ({share:.0%}) run inside "
                                         "torch.compile's CUDA graphs"), site))
+    return _unique(out)
+
+
+BREAK_WHAT = {"item": "a GPU value read on the host", "branch": "a branch on a tensor's value",
+              "print": "a print of a tensor", "call": "a call dynamo cannot trace", "other": "code dynamo cannot trace"}
+
+
+def _break_finding(run: CompiledRun, b: GraphBreak) -> Finding:
+    what = BREAK_WHAT.get(b.kind, BREAK_WHAT["other"])
+    count = sum(1 for x in run.breaks if x.frame is not None)
+    graphs = f"the compiled code runs as {count + 1} or more graphs"
+    cost = ""
+    if run.graphing and b.kind == "item":
+        cost = ", with the host waiting for the GPU between them"
+    if run.observed and run.us_outside and run.kernels_outside:
+        cost += (f"; in the steady step {run.kernels_outside} kernels ({run.us_outside:.0f} µs) run outside the "
+                 "CUDA graphs")
+    f = finding("CG705", f"graph break in compiled code ({what}): {b.reason}; {graphs}{cost}",
+                evidence=b.detail or None)
+    return _at(f, b.frame)
+
+
+def _unique(findings: list[Finding]) -> list[Finding]:
+    """One finding per rule and line (a re-record and the recompile behind it name the same call)."""
+    seen, out = set(), []
+    for f in findings:
+        key = (f.rule, f.file, f.line)
+        if key not in seen:
+            seen.add(key)
+            out.append(f)
+    return out
+
+
+def _recompiles(run: CompiledRun, site: Frame | None) -> list[Finding]:
+    """dynamo's recompiles at the user's call that passed the new input: a new shape means a CUDA graph per
+    distinct size; other guards (a Python number's value) failing twice or more mean a graph per value."""
+    out = []
+    calls = [e for e in run.of_kind(RECOMPILE) if e.frame is not None]
+    shapes = [e for e in calls if "size mismatch" in e.reason]
+    if shapes:
+        e = shapes[0]
+        out.append(_at(finding("CG702", f"input shapes change between calls ({e.reason.split(': ', 1)[-1]}): dynamo "
+                                        "recompiles with dynamic shapes and torch.compile records a CUDA graph per "
+                                        f"distinct size{_context(site, e.frame)}"), e.frame))
+    per_fn: dict[str, list[CompiledEvent]] = {}
+    for e in calls:
+        if "size mismatch" not in e.reason:
+            per_fn.setdefault(e.reason.split(" recompiled", 1)[0], []).append(e)
+    for fn, evs in per_fn.items():
+        n = sum(e.count for e in evs)
+        if n >= RERECORD_LIMIT:
+            why = evs[-1].reason.split(": ", 1)[-1]
+            out.append(_at(finding("CG702", f"dynamo recompiled {_code_name(fn)} {n} times (each time a new graph to "
+                                            f"compile and record): {why}{_context(site, evs[0].frame)}"),
+                           evs[0].frame))
     return out
 
 
 def _rerecords(run: CompiledRun, site: Frame | None) -> list[Finding]:
     out = []
+    calls = [e for e in run.of_kind(RECOMPILE) if e.frame is not None]
     for e in run.of_kind(DYNAMIC_SHAPES):
-        out.append(_at(finding("CG702", f"torch.compile {e.reason} (CUDA graphs per size)"), site))
+        frame = e.frame or (calls[0].frame if calls else None) or site
+        out.append(_at(finding("CG702", f"torch.compile {e.reason} (CUDA graphs per size){_context(site, frame)}"),
+                       frame))
     worst = max((f.rerecords for f in run.functions), default=0)
     reasons = run.of_kind(RERECORD)
     if worst >= RERECORD_LIMIT:
         why = "; ".join(sorted({e.reason for e in reasons})) or "an input's address changed"
         frame = next((e.frame for e in reasons if e.frame), None) or site
-        out.append(_at(finding("CG702", f"a compiled function re-recorded its CUDA graph {worst} times: {why}"), frame))
+        out.append(_at(finding("CG702", f"a compiled function re-recorded its CUDA graph {worst} times: {why}"
+                                        f"{_context(site, frame)}"), frame))
     return out
+
+
+def _code_name(fn: str) -> str:
+    """`torch_dynamo_resume_in_scale_at_10` → "the code after line 10 of `scale`" (what follows a graph break)."""
+    import re
+
+    m = re.match(r"torch_dynamo_resume_in_(.+)_at_(\d+)$", fn)
+    return f"the code after line {m.group(2)} of `{m.group(1)}` (after a graph break)" if m else f"`{fn}`"
+
+
+def _context(site: Frame | None, frame: Frame | None) -> str:
+    """The compile call as context when the finding points elsewhere (the call that passed the new input)."""
+    if site is None or frame is None or (site.file, site.line) == (frame.file, frame.line):
+        return ""
+    import os
+
+    return f" (compiled at {os.path.basename(site.file)}:{site.line})"
 
 
 def _fallback_message(e: CompiledEvent) -> str:

@@ -16,27 +16,59 @@ RERECORD = "rerecord"  # a tree function recorded a new graph because an invaria
 PENDING_BACKWARD = "pending-backward"  # the fast path refused: outputs still waiting for backward
 OVERWRITTEN = "overwritten-output"  # an output read after a later replay overwrote it
 DYNAMIC_SHAPES = "dynamic-shapes"  # torch's warning: a new graph per distinct input size
+RECOMPILE = "recompile"  # dynamo compiled a function again (a guard failed: a new shape, a new constant)
 FALLBACKS = (PENDING_BACKWARD, OVERWRITTEN)
 
 
 @dataclass(frozen=True)
 class CompileSite:
-    """One torch.compile call (or decorator) in the user's code and whether it asks for CUDA graphs."""
+    """One torch.compile call (or decorator, Module.compile(), torch._dynamo.optimize) seen while the script ran,
+    with the arguments it got and whether it asks for CUDA graphs."""
 
-    file: str
+    file: str  # where the call was written: the user's file or a library's
     line: int
     mode: str  # "reduce-overhead", "max-autotune", "default", ... ("" when not given)
-    backend: str  # "inductor", "cudagraphs", or the name/expression given
+    backend: str  # "inductor", "cudagraphs", or the backend's name
     cudagraphs: bool  # this compile makes CUDA graphs (mode, options["triton.cudagraphs"] or backend)
     source: str = ""
+    target: str = ""  # what was compiled: the function's or the module's class name
+    form: str = "torch.compile"  # torch.compile, Module.compile(), torch._dynamo.optimize
+    phase: str = ""  # when it was called: load (import time), setup, step
+    library: bool = False  # the call is in a library's code, not the user's
+    called_from: Frame | None = None  # the user's line that led to a library's compile call
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        d = {f.name: getattr(self, f.name) for f in fields(self)}
+        d["called_from"] = None if self.called_from is None else self.called_from.to_json()
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CompileSite:
+        cf = d.get("called_from")
         return cls(d["file"], int(d["line"]), d.get("mode", ""), d.get("backend", ""), bool(d.get("cudagraphs")),
-                   d.get("source", ""))
+                   d.get("source", ""), d.get("target", ""), d.get("form", "torch.compile"), d.get("phase", ""),
+                   bool(d.get("library")), None if cf is None else Frame.from_json(cf))
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    """A graph break dynamo made inside compiled code: the user's line, torch's reason, how often it was met."""
+
+    frame: Frame | None
+    reason: str  # torch's title: "Unsupported Tensor.item() call ...", "Data-dependent branching", ...
+    detail: str = ""  # torch's explanation, one line
+    count: int = 1
+    kind: str = ""  # item, branch, print, call, other: what the user did
+
+    def to_json(self) -> dict[str, Any]:
+        return {"frame": None if self.frame is None else self.frame.to_json(), "reason": self.reason,
+                "detail": self.detail, "count": self.count, "kind": self.kind}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> GraphBreak:
+        fr = d.get("frame")
+        return cls(None if fr is None else Frame.from_json(fr), d.get("reason", ""), d.get("detail", ""),
+                   int(d.get("count", 1)), d.get("kind", ""))
 
 
 @dataclass(frozen=True)
@@ -118,6 +150,10 @@ class CompiledRun:
     us_outside: float | None = None
     triton_kernels: int = 0  # kernels named triton_* per steady iteration: the compiled code did run
     pool_bytes: int | None = None  # reserved by the trees' memory pool
+    breaks: list[GraphBreak] = field(default_factory=list)  # dynamo's graph breaks in compiled code
+    dynamo_graphs: int | None = None  # graphs dynamo compiled (unique_graphs): breaks and recompiles add some
+    first_steady_s: float | None = None  # wall time from the first call of the step to the first steady one
+    captured_by: str = "trees"  # trees: torch.compile's CUDAGraph Trees; cgtool: cgtool's capture of compiled code
     timings_us: dict[str, float] = field(default_factory=dict)  # eager, compiled, cudagraphs (median per step)
     timing_method: str = ""
     observe_cost: float | None = None  # observed step time / plain step time (steady state)
@@ -126,6 +162,11 @@ class CompiledRun:
     @property
     def graphs_recorded(self) -> int:
         return sum(f.graphs for f in self.functions)
+
+    @property
+    def graphing(self) -> bool:
+        """Some compile call asks for CUDA graphs (torch.compile's trees make them)."""
+        return any(s.cudagraphs for s in self.sites)
 
     @property
     def kernel_share(self) -> float | None:
@@ -154,6 +195,10 @@ class CompiledRun:
             "us_outside": self.us_outside,
             "triton_kernels": self.triton_kernels,
             "pool_bytes": self.pool_bytes,
+            "breaks": [b.to_json() for b in self.breaks],
+            "dynamo_graphs": self.dynamo_graphs,
+            "first_steady_s": self.first_steady_s,
+            "captured_by": self.captured_by,
             "timings_us": dict(self.timings_us),
             "timing_method": self.timing_method,
             "observe_cost": self.observe_cost,
@@ -176,6 +221,10 @@ class CompiledRun:
             us_outside=d.get("us_outside"),
             triton_kernels=int(d.get("triton_kernels", 0)),
             pool_bytes=d.get("pool_bytes"),
+            breaks=[GraphBreak.from_json(b) for b in d.get("breaks", [])],
+            dynamo_graphs=d.get("dynamo_graphs"),
+            first_steady_s=d.get("first_steady_s"),
+            captured_by=d.get("captured_by", "trees"),
             timings_us={k: float(v) for k, v in (d.get("timings_us") or {}).items()},
             timing_method=d.get("timing_method", ""),
             observe_cost=d.get("observe_cost"),
@@ -184,9 +233,12 @@ class CompiledRun:
 
 
 def describe_mode(sites: list[CompileSite]) -> str:
-    """The mode line of the report, from the compile calls found."""
+    """The mode line of the report, from the compile calls seen."""
     graphing = [s for s in sites if s.cudagraphs]
     if not graphing:
-        return "torch.compile without CUDA graphs" if sites else "eager"
+        if not sites:
+            return "eager"
+        backends = sorted({s.backend for s in sites})
+        return f"torch.compile without CUDA graphs (backend {', '.join(backends)})"
     kinds = sorted({s.mode if s.mode else f"backend={s.backend}" for s in graphing})
     return f"torch.compile {', '.join(kinds)} (CUDAGraph Trees)"

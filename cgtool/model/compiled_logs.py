@@ -15,7 +15,9 @@ from cgtool.model.compiled import (
     PENDING_BACKWARD,
     RERECORD,
     SKIP,
+    RECOMPILE,
     CompiledEvent,
+    GraphBreak,
     TreeFunction,
 )
 from cgtool.model.frame import Frame
@@ -85,12 +87,95 @@ def events_from_records(records: list[dict[str, Any]]) -> list[CompiledEvent]:
             raw.append(CompiledEvent(SKIP, reason, _short(message), stack_frame(message)))
         elif "Re-recording function=" in message:
             reason, frame = rerecord_reason(message)
-            raw.append(CompiledEvent(RERECORD, reason, _short(message.split("\n")[0]), frame))
+            raw.append(CompiledEvent(RERECORD, reason, _short(message.split("\n")[0]), frame or call_of(r)))
         elif "distinct input size" in message:
             m = _SIZES.search(message)
             reason = f"{m.group(1) if m else 'many'} distinct input sizes: a new graph for each"
-            raw.append(CompiledEvent(DYNAMIC_SHAPES, reason, _short(message)))
+            raw.append(CompiledEvent(DYNAMIC_SHAPES, reason, _short(message), call_of(r)))
     return merge(raw + partition_events(records))
+
+
+def call_of(record: dict[str, Any]) -> Frame | None:
+    """The user's call into compiled code that was running when torch wrote the record (the watch adds it)."""
+    c = record.get("call")
+    return Frame.from_json(c) if isinstance(c, dict) else None
+
+
+_BREAK_AT = re.compile(r"Graph break(?: \(user stack suppressed[^)]*\))? in user code at (.+):(\d+)\s*$", re.M)
+_RECOMPILE = re.compile(r"Recompiling function (\S+) in (.+):(\d+)")
+_GENERIC = "Encountered graph break when attempting"
+
+
+def breaks_from_records(records: list[dict[str, Any]]) -> list[GraphBreak]:
+    """Graph breaks from dynamo's `graph_breaks` records (`Graph break in user code at F:N` / `Graph Break Reason:
+    ...` / `User code traceback:`), merged by line and reason with a count."""
+    import linecache
+
+    found: dict[tuple, GraphBreak] = {}
+    for r in records:
+        if not str(r.get("logger", "")).endswith("__graph_breaks"):
+            continue
+        message = str(r.get("message", ""))
+        m = _BREAK_AT.search(message)
+        if m is None:
+            continue
+        file, line = m.group(1).strip(), int(m.group(2))
+        reason, detail = break_reason(message)
+        trace = message.split("User code traceback:", 1)
+        frame = stack_frame(trace[1]) if len(trace) > 1 else None
+        if frame is None or frame.file != file or frame.line != line:
+            frame = Frame(file, line, "", linecache.getline(file, line).strip())
+        key = (file, line, reason)
+        old = found.get(key)
+        found[key] = GraphBreak(old.frame if old else frame, reason, detail, (old.count + 1) if old else 1,
+                                break_kind(reason, detail, frame.source))
+    return list(found.values())
+
+
+def break_reason(message: str) -> tuple[str, str]:
+    """(title, explanation) of a graph-break record: `Data-dependent branching`, `Unsupported Tensor.item() call
+    with capture_scalar_outputs=False`; older torch writes one line after `Graph Break Reason:`."""
+    text = message.split("Graph Break Reason:", 1)[-1]
+    text = text.split("User code traceback:", 1)[0]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if lines and lines[0].startswith(_GENERIC):
+        lines = lines[1:]
+    title = lines[0] if lines else "graph break"
+    detail = next((ln[len("Explanation:"):].strip() for ln in lines if ln.startswith("Explanation:")), "")
+    return _short(title)[:200], _short(detail)[:300]
+
+
+def break_kind(reason: str, detail: str, source: str) -> str:
+    """What the user did, in one word: item (a GPU value read on the host), branch, print, call, other."""
+    text = f"{reason} {detail}".lower()
+    if ".item()" in text or "tolist" in text or "_local_scalar_dense" in text or "scalar" in text:
+        return "item"
+    if "data-dependent branching" in text or "jump" in text or "dynamic control flow" in text:
+        return "branch"
+    if "`print`" in text or "print(" in source:
+        return "print"
+    if "call" in text or "function" in text:
+        return "call"
+    return "other"
+
+
+def recompile_events(records: list[dict[str, Any]]) -> list[CompiledEvent]:
+    """dynamo's `recompiles` records (`Recompiling function f in F:N / triggered by ... size mismatch ...`), at
+    the user's call that passed the new input."""
+    out = []
+    for r in records:
+        if not str(r.get("logger", "")).endswith("__recompiles"):
+            continue
+        message = str(r.get("message", ""))
+        m = _RECOMPILE.search(message)
+        if m is None:
+            continue
+        why = [ln.strip().lstrip("- ").strip() for ln in message.splitlines()[2:] if ln.strip()]
+        reason = f"{m.group(1)} recompiled: {why[0] if why else 'a guard failed'}"
+        reason = re.sub(r"^\d+/\d+: ", "", reason.split(": ", 1)[0]) + ": " + re.sub(r"^\d+/\d+: ", "",
+                                                                                      reason.split(": ", 1)[1])
+        out.append(CompiledEvent(RECOMPILE, reason[:300], _short(message), call_of(r)))
+    return merge(out)
 
 
 def partition_events(records: list[dict[str, Any]]) -> list[CompiledEvent]:

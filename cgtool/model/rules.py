@@ -98,6 +98,11 @@ RULES: tuple[Rule, ...] = (
     Rule("CG704", "compiled", "warning", "less than half of the step's GPU kernels run inside torch.compile's CUDA graphs",
          "Compile more of the step (the optimizer step, the loss), remove graph breaks and the CPU work between "
          "compiled calls; the report lists the kernels launched one by one.", True),
+    Rule("CG705", "compiled", "warning", "a graph break inside compiled code: dynamo splits the function here and runs "
+         "this line in Python between the compiled graphs",
+         "Keep the value on the GPU (torch.where, clamp) instead of `.item()` or a tensor-valued `if`; move logging "
+         "and `print` out of the compiled function (or log after the step); with CUDA graphs each break is another "
+         "graph and a host round trip. `TORCH_LOGS=graph_breaks` shows torch's own text."),
 )
 
 RULE_BY_ID = {r.id: r for r in RULES}

@@ -28,21 +28,24 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
     report = new_report(job)
     settings = report.settings
     try:
-        progress.phase("load", report.script)
-        script = load_script(report.script, report.entry)
         import torch
 
-        report.environment = environment()
-        from cgtool.pipeline.compiled_run import graphing_sites
-        from cgtool.script.compile_sites import compile_sites
+        from cgtool.trace.compile_watch import CompileWatch
 
-        sites = compile_sites(script.path)
-        if graphing_sites(sites):  # torch.compile makes the CUDA graphs: observe them, capture nothing ourselves
-            _run_compiled(script, settings, report, progress, job, sites)
-        elif job.force_cpu or not torch.cuda.is_available():
-            _run_on_cpu(script, settings, report, progress)
-        else:
-            _run_on_gpu(script, settings, report, progress, job.work_dir)
+        on_gpu = torch.cuda.is_available() and not job.force_cpu
+        # every compile call, wherever it is (the script, an imported module, a library), as it runs; on the
+        # CPU compiled code is built with dynamo's "eager" backend: graph breaks without inductor
+        with CompileWatch(backend=None if on_gpu else "eager") as watch:
+            progress.phase("load", report.script)
+            script = load_script(report.script, report.entry)
+            report.environment = environment()
+            watch.phase = "setup"
+            if not on_gpu:
+                _run_on_cpu(script, settings, report, progress, watch)
+            elif watch.sites:  # compiled at import time: run as torch.compile runs it
+                _run_compiled(script, settings, report, progress, job, watch, None)
+            else:
+                _run_on_gpu_or_compiled(script, settings, report, progress, job, watch)
     except CgtoolError as exc:
         report.status = SCRIPT_ERROR
         report.errors.append(error_record("load", exc))
@@ -67,40 +70,58 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
     return report
 
 
-def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog) -> None:
-    """No CUDA device: prove the script runs (setup + warmup on CPU) and analyse what the CPU can see."""
+def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog, watch: Any) -> None:
+    """No CUDA device: prove the script runs (setup + warmup on CPU) and analyse what the CPU can see; where the
+    step calls compiled code, also what dynamo does with it on the CPU (graph breaks)."""
     from cgtool.pipeline.cpu_analysis import analyze_on_cpu
 
+    from cgtool.trace.compile_watch import dynamo_off
+
     report.device = "cpu"
-    _trace, findings, errors = analyze_on_cpu(script, warmup=settings["warmup"], progress=progress)
+    with dynamo_off():  # the tracer sees the ops of compiled functions, run eagerly
+        _trace, findings, errors = analyze_on_cpu(script, warmup=settings["warmup"], progress=progress)
     report.findings.extend(findings)
     report.errors.extend(errors)
     report.status = SCRIPT_ERROR if errors else CPU_ONLY
     report.skipped.append(CPU_SKIPPED)
+    if watch.sites:
+        from cgtool.pipeline.compiled_cpu import run_compiled_on_cpu
+
+        run_compiled_on_cpu(script, settings, report, progress, watch)
+
+
+def _run_on_gpu_or_compiled(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog, job: Job,
+                            watch: Any) -> None:
+    """cgtool's own capture; a step that turns out to call compiled code (compiled in setup, or on its first
+    call) goes to the compiled run, with the state setup made."""
+    import torch
+
+    from cgtool.pipeline.compiled_run import StepCompiled
+    from cgtool.pipeline.gpu_run import run_gpu_pipeline
+
+    def on_state(state: Any, phase: str) -> None:
+        watch.phase = "step"
+        if watch.sites:
+            raise StepCompiled(state, phase)
+
+    report.device = "cuda"
+    torch.cuda.init()
+    try:
+        run_gpu_pipeline(script, settings, report, progress, job.work_dir, on_state=on_state)
+    except StepCompiled as found:
+        report.findings.clear()  # what the tracer said of the uncompiled code is not what runs
+        _run_compiled(script, settings, report, progress, job, watch, found.state,
+                      f"compiled code found after {found.phase}: the step runs as torch.compile runs it")
 
 
 def _run_compiled(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog, job: Job,
-                  sites: list) -> None:
+                  watch: Any, state: Any, note: str = "") -> None:
     import torch
 
-    if job.force_cpu or not torch.cuda.is_available():
-        from cgtool.pipeline.compiled_cpu import run_compiled_on_cpu
-
-        run_compiled_on_cpu(script, settings, report, progress, sites)
-        return
     from cgtool.pipeline.compiled_run import run_compiled_pipeline
 
     report.device = "cuda"
     torch.cuda.init()
-    run_compiled_pipeline(script, settings, report, progress, job.work_dir, sites)
-
-
-def _run_on_gpu(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
-                work_dir: str | None) -> None:
-    import torch
-
-    from cgtool.pipeline.gpu_run import run_gpu_pipeline
-
-    report.device = "cuda"
-    torch.cuda.init()
-    run_gpu_pipeline(script, settings, report, progress, work_dir)
+    run = run_compiled_pipeline(script, settings, report, progress, job.work_dir, watch, state)
+    if note:
+        run.notes.insert(0, note)

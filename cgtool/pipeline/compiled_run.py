@@ -1,19 +1,23 @@
-"""The compiled-step run on a CUDA device: a step that calls code compiled with CUDA graphs (mode
-"reduce-overhead" / "max-autotune", options {"triton.cudagraphs": True}, backend "cudagraphs") runs as the
-user runs it, with no capture of cgtool's own and no tracer (its modes would change what torch.compile does);
-CUDAGraph Trees are watched instead (capture/trees.py), then timed three ways (pipeline/compiled_timing.py)."""
+"""The compiled-step run on a CUDA device. Compiled code is found while the script runs (trace/compile_watch.py),
+wherever it was compiled. Code compiled with CUDA graphs (mode "reduce-overhead" / "max-autotune", options
+{"triton.cudagraphs": True}, backend "cudagraphs") runs as the user runs it, with no capture of cgtool's own and
+no tracer (dynamo runs nothing compiled under a dispatch mode); CUDAGraph Trees are watched instead
+(capture/trees.py), then timed three ways (pipeline/compiled_timing.py). Code compiled without CUDA graphs is
+captured by cgtool, untraced, so that the graph holds the compiled kernels (pipeline/compiled_capture.py)."""
 
 from __future__ import annotations
 
 import os
 from typing import Any
 
-from cgtool.model.compiled import CompiledRun, CompileSite, describe_mode
+from cgtool.model.compiled import CompiledRun, describe_mode
 from cgtool.model.compiled_logs import (
+    breaks_from_records,
     events_from_errors,
     events_from_records,
     events_from_warnings,
     functions_from_tree,
+    recompile_events,
 )
 from cgtool.model.frame import Frame
 from cgtool.model.phase_log import PhaseLog
@@ -26,16 +30,26 @@ PROFILED = 3  # steady iterations under the profiler for the kernel split
 MAX_FAILURES = 4  # consecutive step errors before the run stops
 
 
-def graphing_sites(sites: list[CompileSite]) -> bool:
-    return any(s.cudagraphs for s in sites)
+class StepCompiled(Exception):
+    """The step turned out to call compiled code (after setup, or during warmup): run it as compiled instead."""
 
-
-def backend_is_inductor(sites: list[CompileSite]) -> bool:
-    return any(s.cudagraphs and s.backend == "inductor" for s in sites)
+    def __init__(self, state: Args, phase: str) -> None:
+        super().__init__(f"compiled code found after {phase}")
+        self.state, self.phase = state, phase
 
 
 def run_compiled_pipeline(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
-                          work_dir: str | None, sites: list[CompileSite]) -> CompiledRun:
+                          work_dir: str | None, watch: Any, state: Args | None = None) -> CompiledRun:
+    """`watch`: the CompileWatch that saw the compile calls (still on); `state`: setup's state when made."""
+    if not watch.graphing:
+        from cgtool.pipeline.compiled_capture import capture_compiled
+
+        return capture_compiled(script, settings, report, progress, work_dir, watch, state)
+    return _observe_trees(script, settings, report, progress, work_dir, watch, state)
+
+
+def _observe_trees(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
+                   work_dir: str | None, watch: Any, state: Args | None) -> CompiledRun:
     import torch
 
     from cgtool.capture.tree_graphs import profile_steps, read_tree_graphs
@@ -47,18 +61,24 @@ def run_compiled_pipeline(script: Script, settings: dict[str, Any], report: Repo
         tree_state,
     )
     from cgtool.checks.compiled import check_compiled
+    from cgtool.pipeline.compiled_capture import dynamo_graphs
 
     device = torch.device("cuda")
-    run = CompiledRun(mode=describe_mode(sites), sites=list(sites), observed=True)
+    run = CompiledRun(mode=describe_mode(watch.sites), sites=list(watch.sites), observed=True)
     report.compiled = run
     warm, steady = int(settings.get("warmup", 3)), int(settings.get("compiled_steady", STEADY))
     errors: list[tuple[str, Frame | None]] = []
-    with TreesObserver() as obs:
-        progress.phase("setup", "the compiled step runs as written: no capture of cgtool's own, no tracer")
-        state = _call("setup", lambda: script.call_setup(device))
+    start = len(watch.records)
+    with TreesObserver(call_frame=watch.call_frame) as obs:
+        if state is None:
+            progress.phase("setup", "the compiled step runs as written: no capture of cgtool's own, no tracer")
+            state = _call("setup", lambda: script.call_setup(device))
+        watch.phase = "step"
         progress.phase("warmup", f"{warm} + {steady} iterations of the compiled step")
-        i = _iterate(script, state, device, obs, range(warm + steady), errors)
+        times: list[float] = []
+        i = _iterate(script, state, device, obs, range(warm + steady), errors, times, watch)
         run.iterations = i
+        run.first_steady_s = first_steady(times)
         if len(errors) < i:
             progress.phase("profile", f"{PROFILED} steady iterations under the profiler")
             inputs = {k: script.call_inputs(k, device) for k in range(i, i + PROFILED)}
@@ -72,7 +92,7 @@ def run_compiled_pipeline(script: Script, settings: dict[str, Any], report: Repo
                 run.kernels_in_graphs, run.kernels_outside = s.kernels_in_graphs, s.kernels_outside
                 run.us_in_graphs, run.us_outside = round(s.us_in_graphs, 2), round(s.us_outside, 2)
                 run.triton_kernels = prof["triton_per_step"]
-                if not run.triton_kernels and backend_is_inductor(sites):
+                if not run.triton_kernels and any(s.cudagraphs and s.backend == "inductor" for s in watch.sites):
                     run.notes.append("no Triton kernel ran in the steady step: the compiled code may not have run "
                                      "(torch.compile disabled, or only library kernels such as cuBLAS)")
         mgr = tree_manager()
@@ -81,7 +101,10 @@ def run_compiled_pipeline(script: Script, settings: dict[str, Any], report: Repo
             run.notes.append("the trees' graphs could not be kept (keep_graph swap refused): no node counts")
     run.functions = functions_from_tree(tree, keys)
     run.events = (events_from_records(obs.records) + events_from_warnings(obs.warnings)
-                  + events_from_errors(errors))
+                  + events_from_errors(errors) + recompile_events(watch.records[start:]))
+    run.breaks = breaks_from_records(watch.records)
+    run.dynamo_graphs = dynamo_graphs()
+    run.sites = list(watch.sites)  # compile calls made during the step too
     if mgr is None:
         run.notes.append("torch.compile made no CUDAGraph tree: every compiled graph ran without CUDA graphs")
     run.pool_bytes = pool_bytes(mgr)
@@ -109,19 +132,40 @@ def _call(phase: str, fn: Any) -> Any:
         raise ScriptRaised(phase, exc) from None
 
 
+def first_steady(times: list[float]) -> float | None:
+    """Seconds from the first call of the step to the end of the first call as fast as the steady state (within
+    1.5× the median of the last four): compile, autotuning and recording are the user's cost, said once."""
+    import statistics
+
+    if len(times) < 5:
+        return None
+    steady = statistics.median(times[-4:])
+    for n, t in enumerate(times):
+        if t <= 1.5 * steady:
+            return round(sum(times[:n + 1]), 3)
+    return round(sum(times), 3)
+
+
 def _iterate(script: Script, state: Args, device: Any, obs: Any, iterations: range,
-             errors: list[tuple[str, Frame | None]]) -> int:
+             errors: list[tuple[str, Frame | None]], times: list[float] | None = None, watch: Any = None) -> int:
     """Run the step as a training loop would (the previous output kept alive); torch's errors about overwritten
-    outputs are kept, not raised. Returns the number of iterations run."""
+    outputs are kept, not raised. Returns the number of iterations run; `times` gets each call's wall time."""
+    import time
+
     import torch
 
     out, failures, n = None, 0, 0
     for i in iterations:
         obs.iteration = i
+        if watch is not None:
+            watch.iteration = i
         inputs = _call("inputs", lambda i=i: script.call_inputs(i, device))
+        t0 = time.perf_counter()
         try:
             out = script.call_step(state, inputs)
             torch.cuda.synchronize()
+            if times is not None:
+                times.append(time.perf_counter() - t0)
             failures = 0
         except Exception as exc:
             if "CUDAGraphs" not in str(exc):

@@ -7,6 +7,7 @@ backend "cudagraphs" → "aot_eager"). Also what observing costs: the steady ste
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -53,8 +54,11 @@ def without_cudagraphs(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _variant(script: Script, kind: str, device: Any) -> Callable[[], None]:
-    """The step of the script loaded again under compile_replaced(kind), set up and warmed up."""
+    """The step of the script loaded again under compile_replaced(kind), set up and warmed up. The eager variant
+    also runs with dynamo off: code compiled when an imported module was first imported stays compiled."""
     import torch
+
+    from cgtool.trace.compile_watch import dynamo_off
 
     with compile_replaced(kind):
         other = load_script(script.path, script.entry)
@@ -62,7 +66,11 @@ def _variant(script: Script, kind: str, device: Any) -> Callable[[], None]:
     inputs = other.call_inputs(0, device)
 
     def step() -> None:
-        other.call_step(state, inputs)
+        if kind == EAGER:
+            with dynamo_off():
+                other.call_step(state, inputs)
+        else:
+            other.call_step(state, inputs)
 
     for _ in range(WARMUP):
         step()
@@ -86,7 +94,14 @@ def time_three_ways(script: Script, state: Args, run: CompiledRun, budget_s: flo
     try:
         for _ in range(WARMUP):
             as_compiled()
-        others = {EAGER: _variant(script, EAGER, device), NO_GRAPHS: _variant(script, NO_GRAPHS, device)}
+        others = {EAGER: _variant(script, EAGER, device)}
+        cached = sorted({f"{os.path.basename(s.file)}:{s.line}" for s in run.sites
+                         if s.phase == "load" and os.path.abspath(s.file) != os.path.abspath(script.path)})
+        if cached:  # compiled when their module was imported: loading the script again does not compile them anew
+            run.notes.append(f"not timed without CUDA graphs: {', '.join(cached)} compiled at import time in another "
+                             "module, which a reload of the script does not compile again")
+        else:
+            others[NO_GRAPHS] = _variant(script, NO_GRAPHS, device)
         blocks = []
         for name, fn in others.items():
             prep = Prepared({"eager": fn, "replay": as_compiled}, torch.cuda.current_stream(), 0.0, 0.0, 0)
@@ -94,8 +109,9 @@ def time_three_ways(script: Script, state: Args, run: CompiledRun, budget_s: flo
             run.timings_us[name] = round(r.eager.gpu.median, 2)
             run.timings_us.setdefault("cudagraphs", round(r.replay.gpu.median, 2))
             blocks.append(f"{r.eager.gpu.n}+{r.replay.gpu.n}")
-        run.timing_method = (f"bench's measurement, two runs ({' and '.join(blocks)} blocks): eager and torch.compile "
-                             "without CUDA graphs each against the step as compiled; CUDA events, median per step")
+        which = " and ".join(("eager", "torch.compile without CUDA graphs")[:len(blocks)])
+        run.timing_method = (f"bench's measurement, {len(blocks)} run(s) ({' and '.join(blocks)} blocks): {which} "
+                             "against the step as compiled; CUDA events, median per step")
         run.observe_cost = observe_cost(as_compiled)
     except Exception as exc:
         run.notes.append(f"timing stopped: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")

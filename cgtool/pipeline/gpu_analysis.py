@@ -24,9 +24,11 @@ class GpuAnalysis:
         if self.tracer is None:
             yield
             return
+        from cgtool.trace.compile_watch import dynamo_off
         from cgtool.trace.cuda_watch import watch_cuda_calls
 
-        with self.tracer, watch_cuda_calls(self.tracer.stream_event):
+        # dynamo would trace into the tracer's modes; compiled code found here goes to the compiled run instead
+        with dynamo_off(), self.tracer, watch_cuda_calls(self.tracer.stream_event):
             yield
 
     def iteration(self, index: int | str, inputs: Any = None) -> ContextManager[Any]:

@@ -14,7 +14,8 @@ from cgtool.script.contract import Script, ScriptRaised
 
 
 def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
-                     work_dir: str | None) -> Captured | None:
+                     work_dir: str | None, state: Any = None, on_state: Any = None) -> Captured | None:
+    """`state`: setup's state when made already; `on_state`: run_to_capture's hook (the compile watch)."""
     import torch
 
     from cgtool.checks.capture import check_capture_failure, check_captured
@@ -26,7 +27,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     n_warm = int(settings.get("warmup", 3))
     analysis = GpuAnalysis(enabled=settings.get("checks", True))
     try:
-        captured = run_to_capture(script, device, settings, progress, analysis, settings.get("size"))
+        captured = run_to_capture(script, device, settings, progress, analysis, settings.get("size"), state, on_state)
     except CaptureFailed as failed:
         report.status = CAPTURE_FAILED
         report.errors.append(failed.record)

@@ -1,0 +1,306 @@
+"""Find compiled code while the script runs, wherever it is compiled: every call of `torch.compile` (in the
+script, an imported module, a library, a decorator, `nn.Module.compile()`) and of `torch._dynamo.optimize`,
+with the arguments it really got and the file:line that called it. Also torch's own run-time records of what
+dynamo did: graph breaks (with the user's line) and recompiles, and the user's call that led to each.
+
+Nothing is changed in what torch.compile does, except on request: `backend` swaps the backend (the CPU analysis
+compiles with "eager": dynamo's graph breaks without inductor), `identity` returns the uncompiled code."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from cgtool.model.compiled import CompileSite
+from cgtool.model.frame import Frame
+from cgtool.script.frames import CGTOOL_DIR, is_user_file, make_frame
+
+CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
+DYNAMO_ARTIFACTS = ("__graph_breaks", "__recompiles")
+
+
+class CompileWatch:
+    """Context manager: wrap torch.compile and torch._dynamo.optimize, hook dynamo's graph-break and recompile
+    records. `sites` (one per compile call, in call order) and `records` fill while it is on; `phase` is the
+    script's phase the caller is in ("load", "setup", "step")."""
+
+    def __init__(self, backend: str | None = None, identity: bool = False) -> None:
+        self.backend = backend
+        self.identity = identity
+        self.sites: list[CompileSite] = []
+        self.records: list[dict[str, Any]] = []
+        self.targets: dict[tuple[str, int, str], str] = {}  # (file, first line, name) of compiled code -> target
+        self._orig_compile: Any = None
+        self.phase = "load"
+        self.iteration: int | None = None
+        self._inside = threading.local()
+        self._undo: list[Any] = []
+
+    # -- switching on and off -------------------------------------------------------------------------------
+    def __enter__(self) -> CompileWatch:
+        import torch
+        import torch._dynamo
+
+        self._orig_compile = torch.compile
+        self._wrap(torch, "compile", self._compile_wrapper(torch.compile))
+        opt = torch._dynamo.optimize
+        wrapped = self._optimize_wrapper(opt)
+        self._wrap(torch._dynamo, "optimize", wrapped)
+        import torch._dynamo.eval_frame as ef
+
+        if getattr(ef, "optimize", None) is opt:
+            self._wrap(ef, "optimize", wrapped)
+        self._hook_logging(torch)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for undo in reversed(self._undo):
+            try:
+                undo()
+            except Exception:
+                pass
+        self._undo.clear()
+
+    def _wrap(self, owner: Any, name: str, new: Any) -> None:
+        old = getattr(owner, name)
+        setattr(owner, name, new)
+        self._undo.append(lambda: setattr(owner, name, old))
+
+    # -- what is compiled, and where --------------------------------------------------------------------------
+    @property
+    def graphing(self) -> bool:
+        """Some compile call asks for CUDA graphs (or for a backend whose graphs only a run can tell)."""
+        return any(s.cudagraphs for s in self.sites)
+
+    def _compile_wrapper(self, orig: Any) -> Any:
+        watch = self
+
+        def compile(model: Any = None, *args: Any, **kwargs: Any) -> Any:  # noqa: A001 (torch's own name)
+            if getattr(watch._inside, "on", False):
+                return orig(model, *args, **kwargs)
+            caller = sys._getframe(1)
+            if model is None:  # @torch.compile(mode=...): the site is this call; the target comes later
+                def decorate(fn: Any) -> Any:
+                    return watch._record("torch.compile", caller, fn, kwargs, lambda: orig(fn, *args, **kwargs))
+
+                return decorate
+            form = "Module.compile()" if _called_by_module_compile(caller) else "torch.compile"
+            return watch._record(form, caller, model, kwargs, lambda: orig(model, *args, **kwargs))
+
+        compile.__wrapped__ = orig  # type: ignore[attr-defined]
+        compile.__doc__ = orig.__doc__
+        return compile
+
+    def _optimize_wrapper(self, orig: Any) -> Any:
+        watch = self
+
+        def optimize(*args: Any, **kwargs: Any) -> Any:
+            if getattr(watch._inside, "on", False):
+                return orig(*args, **kwargs)
+            caller = sys._getframe(1)
+            backend = kwargs.get("backend", args[0] if args else "inductor")
+            ctx = watch._call(lambda: orig(*args, **kwargs))
+
+            def decorate(fn: Any) -> Any:
+                return watch._record("torch._dynamo.optimize", caller, fn, {"backend": backend}, lambda: ctx(fn))
+
+            return _OptimizeProxy(ctx, decorate)
+
+        optimize.__wrapped__ = orig  # type: ignore[attr-defined]
+        return optimize
+
+    def _call(self, fn: Any) -> Any:
+        self._inside.on = True
+        try:
+            return fn()
+        finally:
+            self._inside.on = False
+
+    def _record(self, form: str, caller: types.FrameType, target: Any, kwargs: dict[str, Any], compile_: Any) -> Any:
+        kwargs = dict(kwargs)
+        site = site_of(form, caller, target, kwargs, self.phase)
+        self.sites.append(site)
+        code = _code_of(target)
+        if code is not None:
+            self.targets[(code.co_filename, code.co_firstlineno, code.co_name)] = site.target
+        if self.identity:
+            return target
+        if self.backend is not None:  # the same call, compiled by another backend (no mode, no options)
+            keep = {k: v for k, v in kwargs.items() if k in ("fullgraph", "dynamic", "disable")}
+            return self._call(lambda: self._orig_compile(target, backend=self.backend, **keep))
+        return self._call(compile_)
+
+    # -- torch's run-time records --------------------------------------------------------------------------
+    def _hook_logging(self, torch: Any) -> None:
+        try:
+            torch._logging.set_logs(graph_breaks=True, recompiles=True)
+            self._undo.append(lambda: torch._logging.set_logs())
+        except Exception:
+            return
+        orig = logging.Logger.handle
+        watch = self
+
+        def handle(logger: logging.Logger, record: logging.LogRecord) -> Any:
+            if logger.name.endswith(DYNAMO_ARTIFACTS):
+                try:
+                    watch.records.append({"logger": logger.name, "level": record.levelname, "phase": watch.phase,
+                                          "iteration": watch.iteration, "message": record.getMessage()[:20000],
+                                          "call": _frame_json(watch.call_frame())})
+                except Exception:
+                    pass
+                if record.levelno < logging.WARNING:
+                    return None  # switched on by cgtool: not the user's console
+            return orig(logger, record)
+
+        logging.Logger.handle = handle  # type: ignore[method-assign]
+        self._undo.append(lambda: setattr(logging.Logger, "handle", orig))
+
+    def call_frame(self, start: types.FrameType | None = None) -> Frame | None:
+        """The user's line that called into compiled code: the innermost user frame outside every compiled
+        function (and dynamo's resume functions) on the current stack."""
+        f = start or sys._getframe(1)
+        while f is not None:
+            code = f.f_code
+            if (is_user_file(code.co_filename)
+                    and (code.co_filename, code.co_firstlineno, code.co_name) not in self.targets
+                    and not code.co_name.startswith("torch_dynamo_resume")):
+                return make_frame(code.co_filename, f.f_lineno, code.co_name)
+            f = f.f_back
+        return None
+
+
+class _OptimizeProxy:
+    """What torch._dynamo.optimize returns (a decorator and a context manager), with the decorator watched."""
+
+    def __init__(self, ctx: Any, decorate: Any) -> None:
+        self._ctx, self._decorate = ctx, decorate
+
+    def __call__(self, fn: Any) -> Any:
+        return self._decorate(fn)
+
+    def __enter__(self) -> Any:
+        return self._ctx.__enter__()
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self._ctx.__exit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ctx, name)
+
+
+@contextmanager
+def dynamo_off() -> Iterator[None]:
+    """Compiled code runs eagerly, nothing is compiled (torch.compiler.set_stance("force_eager"); older torch:
+    dynamo's `disable` switch). Around the tracer: dynamo would otherwise trace into the tracer's own modes."""
+    import torch
+
+    stance = getattr(torch.compiler, "set_stance", None)
+    if stance is not None:
+        with stance("force_eager"):
+            yield
+        return
+    import torch._dynamo.config as cfg
+
+    old = cfg.disable
+    cfg.disable = True
+    try:
+        yield
+    finally:
+        cfg.disable = old
+
+
+def site_of(form: str, caller: types.FrameType, target: Any, kwargs: dict[str, Any], phase: str) -> CompileSite:
+    """The CompileSite of one compile call, from the values it got."""
+    mode = kwargs.get("mode") or ""
+    mode = mode if isinstance(mode, str) else repr(mode)
+    backend = kwargs.get("backend", "inductor")
+    backend_name = backend if isinstance(backend, str) else getattr(backend, "__name__", type(backend).__name__)
+    options = kwargs.get("options") if isinstance(kwargs.get("options"), dict) else {}
+    opt = options.get("triton.cudagraphs")
+    if backend_name == "cudagraphs":
+        graphs = True
+    elif backend_name != "inductor":
+        graphs = not isinstance(backend, str)  # a callable backend (a framework's): only a run can tell
+    elif opt is not None:
+        graphs = bool(opt)
+    else:
+        graphs = mode in CUDAGRAPH_MODES or (not mode and _inductor_cudagraphs_on())
+    if opt and not mode:
+        mode = 'options={"triton.cudagraphs": True}'
+    frame = _site_frame(caller)
+    user = frame if frame is not None and is_user_file(frame.file) else _innermost_user(caller)
+    return CompileSite(frame.file if frame else "", frame.line if frame else 0, mode, backend_name, graphs,
+                       frame.source if frame else "", target=_target_name(target), form=form, phase=phase,
+                       library=frame is not None and not is_user_file(frame.file),
+                       called_from=None if user is None or user == frame else user)
+
+
+def _inductor_cudagraphs_on() -> bool:
+    try:
+        import torch._inductor.config as cfg
+
+        return bool(cfg.triton.cudagraphs)
+    except Exception:
+        return False
+
+
+def _torch_dir() -> str:
+    import torch
+
+    return os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
+def _site_frame(f: types.FrameType | None) -> Frame | None:
+    """The innermost frame outside torch and cgtool: where the compile call was written (user or library)."""
+    torch_dir = _torch_dir()
+    while f is not None:
+        path = os.path.abspath(f.f_code.co_filename)
+        if not path.startswith((torch_dir, CGTOOL_DIR)) and not f.f_code.co_filename.startswith("<"):
+            return make_frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return None
+
+
+def _innermost_user(f: types.FrameType | None) -> Frame | None:
+    while f is not None:
+        if is_user_file(f.f_code.co_filename):
+            return make_frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return None
+
+
+def _called_by_module_compile(caller: types.FrameType) -> bool:
+    return caller.f_code.co_name == "compile" and caller.f_code.co_filename.endswith(os.path.join("nn", "modules",
+                                                                                                  "module.py"))
+
+
+def _code_of(target: Any) -> types.CodeType | None:
+    fn = getattr(target, "__func__", target)  # a bound method (Module._call_impl)
+    module = getattr(target, "__self__", None)
+    import torch
+
+    if isinstance(target, torch.nn.Module) or isinstance(module, torch.nn.Module):
+        mod = target if isinstance(target, torch.nn.Module) else module
+        fn = getattr(type(mod).forward, "__code__", None)
+        return fn if isinstance(fn, types.CodeType) else None
+    return getattr(fn, "__code__", None)
+
+
+def _target_name(target: Any) -> str:
+    module = getattr(target, "__self__", None)
+    obj = module if module is not None and type(module).__name__ != "module" else target
+    name = getattr(obj, "__qualname__", None) or type(obj).__qualname__
+    return name if isinstance(name, str) else type(obj).__name__
+
+
+def _frame_json(frame: Frame | None) -> dict[str, Any] | None:
+    return None if frame is None else frame.to_json()
+
+
+__all__ = ["CUDAGRAPH_MODES", "CompileWatch", "dynamo_off", "site_of"]
