@@ -17,7 +17,10 @@ def verdict_line(report: Report) -> str:
 
         return compiled_verdict(report.compiled)
     if report.status == CAPTURED and t is not None:
-        return (f"eager {fmt_us(t.eager_us)} → replay {fmt_us(t.replay_us)} per iteration: "
+        before = "eager"
+        if report.compiled is not None:  # cgtool captured code compiled without CUDA graphs
+            before = "torch.compile without CUDA graphs"
+        return (f"{before} {fmt_us(t.eager_us)} → replay {fmt_us(t.replay_us)} per iteration: "
                 f"{t.speedup:.1f}× faster")
     return {
         CAPTURED: "captured (timing skipped)",

@@ -21,8 +21,22 @@ def render_compiled(run: CompiledRun, out: Console) -> None:
     out.print(f"[bold]step ran as:[/] {escape(run.mode)}")
     for s in run.sites:
         flag = "CUDA graphs" if s.cudagraphs else "no CUDA graphs"
-        out.print(f"  [dim]{escape(_where(s.file, s.line))}[/] {escape(s.source)}  [dim]({flag})[/]")
-    if not run.observed:
+        what = f"{s.form} of {s.target}" if s.target else s.form
+        when = {"load": "at import", "setup": "in setup", "step": "in the step"}.get(s.phase, s.phase)
+        lib = " [library]" if s.library else ""
+        via = f", reached from {_where(s.called_from.file, s.called_from.line)}" if s.called_from else ""
+        out.print(f"  [dim]{escape(_where(s.file, s.line))}{escape(lib)}[/] {escape(s.source)}  "
+                  f"[dim]({escape(what)}, {when}, {flag}{escape(via)})[/]", soft_wrap=True)
+    for b in run.breaks:
+        where = f" at {_where(b.frame.file, b.frame.line)}" if b.frame else ""
+        count = f" ×{b.count}" if b.count > 1 else ""
+        out.print(f"  [yellow]graph break[/]{count}{escape(where)}: {escape(b.reason)}", soft_wrap=True)
+    if run.dynamo_graphs is not None:
+        out.print(f"[dim]dynamo compiled {run.dynamo_graphs} graph(s) in all (breaks and recompiles add graphs)[/]")
+    if run.first_steady_s is not None:
+        out.print(f"[bold]time to the first steady step:[/] {run.first_steady_s:.1f} s (compile, autotuning, "
+                  "recording: the user's own cost, once per process)")
+    if not run.observed or run.captured_by != "trees":
         for note in run.notes:
             out.print(f"[dim]{escape(note)}[/]")
         return
@@ -70,6 +84,8 @@ def compiled_verdict(run: CompiledRun) -> str:
     t = run.timings_us
     if not run.observed:
         return f"{run.mode}: CUDA graphs, skips and timing need a CUDA device"
+    if run.captured_by != "trees":
+        return f"{run.mode}: {run.triton_kernels} Triton kernels of {run.kernels_in_graphs or 0} in cgtool's graph"
     share = run.kernel_share
     covered = f", {share:.0%} of kernels in graphs" if share is not None else ""
     head = f"torch.compile recorded {run.graphs_recorded} CUDA graph(s){covered}"
