@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 import pytest
-from expect_markers import markers
+from expect_markers import markers, markers_with_imports
 
 from cgtool.checks.compiled import check_compiled
 from cgtool.model.compiled import RECOMPILE, CompiledRun, describe_mode
@@ -190,6 +190,25 @@ def test_lint_on_cpu_gives_the_markers(name):
     if name == "imported_decorator":
         assert where == {os.path.join("compiled_lib", "ops.py")}
     assert rep.compiled.sites[0].cudagraphs is (name != "no_cudagraphs")
+
+
+UNSEEN = os.path.join(ROOT, "tests", "data", "unseen_compiled")
+
+
+@pytest.mark.parametrize("name", sorted(f for f in os.listdir(UNSEEN) if f.endswith(".py")))
+def test_unseen_scripts_on_cpu(name):
+    """Scripts written by someone else to the documented contract (compile calls in an `acme` package): each
+    marker, in the script or in the helper module it imports, found at its line; no other error."""
+    from cgtool.model.job import Job
+    from cgtool.model.phase_log import PhaseLog
+    from cgtool.pipeline.capture_job import capture_job
+
+    path = os.path.join(UNSEEN, name)
+    rep = capture_job(Job("capture", path, "step", {"warmup": 3, "timing": False}, True), PhaseLog())
+    assert rep.status == "cpu-only", rep.errors
+    found = {(f.file, f.line, f.rule) for f in rep.findings if f.severity == "error" or f.rule.startswith("CG70")}
+    assert found == markers_with_imports(path)
+    assert rep.compiled is not None and all("acme" in s.file for s in rep.compiled.sites)
 
 
 def test_varying_batch_finding_names_the_call_and_the_compile_line():

@@ -6,7 +6,6 @@ its graph breaks. A table row per script goes to $OUT/compiled-table.txt when $O
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import subprocess
@@ -14,7 +13,7 @@ import sys
 
 import pytest
 from conftest import ROOT
-from expect_markers import markers
+from expect_markers import markers_with_imports
 
 pytestmark = pytest.mark.gpu
 SAMPLES = os.path.join(ROOT, "samples", "compiled")
@@ -26,18 +25,7 @@ SCRIPTS = [os.path.join(SAMPLES, f"{n}.py") for n in NEW] + sorted(
 
 
 def expected(path: str) -> set[tuple[str, int, str]]:
-    """(file, line, rule) of the markers in the script and in the modules of its folder it imports."""
-    out = {(path, n, r) for n, r in markers(path)}
-    base = os.path.dirname(path)
-    tree = ast.parse(open(path, encoding="utf-8").read())
-    for node in ast.walk(tree):
-        names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else \
-            [a.name for a in node.names] if isinstance(node, ast.Import) else []
-        for name in names:
-            mod = os.path.join(base, *name.split(".")) + ".py"
-            if os.path.exists(mod):
-                out |= {(mod, n, r) for n, r in markers(mod)}
-    return out
+    return markers_with_imports(path)
 
 
 def table_row(name: str, d: dict, truth: dict) -> str:
