@@ -19,7 +19,7 @@ from cgtool.model.compiled_logs import break_kind, break_reason, breaks_from_rec
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "samples", "compiled")
 RECORDED = os.path.join(ROOT, "tests", "data", "compile", "graph_breaks_cpu.json")
-NEW_SAMPLES = ["imported_factory", "imported_decorator", "module_compile", "break_item", "break_branch", "break_print",
+NEW_SAMPLES = ["imported_factory", "imported_decorator", "module_compile", "sequential_compile", "break_item", "break_branch", "break_print",
                "varying_batch", "no_cudagraphs"]
 
 

@@ -29,11 +29,11 @@ class TreesObserver:
     def __enter__(self) -> TreesObserver:
         import torch
 
-        try:  # INFO/DEBUG of the cudagraphs artifact: recordings, re-record reasons
-            torch._logging.set_logs(cudagraphs=True)
-            self._undo.append(lambda: torch._logging.set_logs())
-        except Exception:
-            pass
+        from cgtool.trace import torch_logs
+
+        # INFO/DEBUG of the cudagraphs artifact: recordings, re-record reasons (beside the compile watch's)
+        torch_logs.want("cudagraphs")
+        self._undo.append(lambda: torch_logs.release("cudagraphs"))
         self._hook_logging()
         self._hook_warnings()
         self._hook_cudagraphify()

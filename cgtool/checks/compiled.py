@@ -28,6 +28,13 @@ MIN_SHARE = 0.5  # CG704 below this share of a steady step's kernels inside grap
 def check_compiled(run: CompiledRun, script: str | None = None) -> list[Finding]:
     site = _site_frame(run)
     out = [_break_finding(run, b) for b in run.breaks if b.frame is not None]
+    if run.dynamo_graphs == 0 and run.iterations and run.sites:
+        s = run.sites[0]
+        what = f"{s.form} of `{s.target}`" if s.target else s.form
+        out.append(_at(finding("CG701", f"torch.compile compiled nothing: {what} ran eagerly in every call (dynamo "
+                                        "made no graph; it skips code that lies wholly in torch's own files, such as "
+                                        "nn.Sequential's forward compiled through Module.compile())",
+                               severity="warning"), Frame(s.file, s.line, "", s.source)))
     if run.graphing:
         out += _recompiles(run, site)
     if not run.observed or run.captured_by != "trees":

@@ -24,13 +24,14 @@ def capture_compiled(script: Script, settings: dict[str, Any], report: Report, p
     report.compiled = run
     watch.phase = "step"
     untraced = dict(settings, checks=False)
+    before = dynamo_graphs() or 0
     try:
         run_gpu_pipeline(script, untraced, report, progress, work_dir, state=state)
     finally:
         run.sites = list(watch.sites)
         run.breaks = breaks_from_records(watch.records)
         run.events = recompile_events(watch.records)
-        run.dynamo_graphs = dynamo_graphs()
+        run.dynamo_graphs = None if dynamo_graphs() is None else (dynamo_graphs() or 0) - before
         _kernels(run, report)
     report.skipped.append("the tracer's checks (CG1xx-CG4xx) during warmup and capture: dynamo runs nothing compiled "
                           "under them, so the capture ran untraced; a failed capture is named by its traceback")

@@ -40,7 +40,8 @@ def is_user_file(filename: str) -> bool:
             hit = False
         else:
             path = os.path.abspath(filename)
-            hit = not path.startswith(_LIB_DIRS) and "site-packages" not in path
+            # torch.compile's generated code (inductor's cache, /tmp/torchinductor_<user>/...) is nobody's source
+            hit = not path.startswith(_LIB_DIRS) and "site-packages" not in path and "torchinductor_" not in path
         _cache[filename] = hit
     return hit
 

@@ -138,11 +138,10 @@ class CompileWatch:
 
     # -- torch's run-time records --------------------------------------------------------------------------
     def _hook_logging(self, torch: Any) -> None:
-        try:
-            torch._logging.set_logs(graph_breaks=True, recompiles=True)
-            self._undo.append(lambda: torch._logging.set_logs())
-        except Exception:
-            return
+        from cgtool.trace import torch_logs
+
+        torch_logs.want("graph_breaks", "recompiles")
+        self._undo.append(lambda: torch_logs.release("graph_breaks", "recompiles"))
         orig = logging.Logger.handle
         watch = self
 

@@ -4,9 +4,18 @@ import torch
 from torch import nn
 
 
+class Block(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.up, self.down = nn.Linear(width, 4 * width), nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        return x + self.down(torch.nn.functional.silu(self.up(x)))
+
+
 def setup(device):
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(256, 1024), nn.SiLU(), nn.Linear(1024, 256)).to(device).eval()
+    model = Block(256).to(device).eval()
     model.compile(mode="reduce-overhead")
     return {"model": model}
 

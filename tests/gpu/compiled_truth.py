@@ -1,7 +1,8 @@
 """Plain PyTorch's view of a compiled script, for the GPU tests (run in a fresh process: `python compiled_truth.py
 SCRIPT [STEPS]`): the script loaded as a module, setup once, the step called STEPS times with inputs(i), then what
-torch itself says — CUDAGraph Trees graphs recorded, dynamo's graph-break count and graphs, Triton kernels in the
-trees' graphs' names when readable. Prints one JSON line. No cgtool code runs here."""
+torch itself says: CUDA graphs captured (CUDAGraph.capture_begin calls), the graph breaks torch logs with their
+file:line (the `graph_breaks` artifact, as TORCH_LOGS=graph_breaks shows them), dynamo's graphs and its
+cudagraph skips. Prints one JSON line. No cgtool code runs here."""
 
 from __future__ import annotations
 
@@ -16,8 +17,30 @@ def main() -> None:
     path = os.path.abspath(sys.argv[1])
     steps = int(sys.argv[2]) if len(sys.argv) > 2 else 11
     sys.path.insert(0, os.path.dirname(path))
+    import logging
+    import re
+
     import torch
     from torch._dynamo.utils import counters
+
+    captures = [0]
+    begin = torch.cuda.graphs.CUDAGraph.capture_begin
+
+    def capture_begin(self, *args, **kwargs):
+        captures[0] += 1
+        return begin(self, *args, **kwargs)
+
+    torch.cuda.graphs.CUDAGraph.capture_begin = capture_begin
+    breaks: set[str] = set()
+
+    class Breaks(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            m = re.search(r"in user code at (.+):(\d+)\s*$", record.getMessage().splitlines()[0])
+            if m:
+                breaks.add(f"{os.path.abspath(m.group(1))}:{m.group(2)}")
+
+    torch._logging.set_logs(graph_breaks=True)
+    logging.getLogger("torch._dynamo.symbolic_convert.__graph_breaks").addHandler(Breaks())
 
     spec = importlib.util.spec_from_file_location("truth_script", path)
     mod = importlib.util.module_from_spec(spec)
@@ -47,7 +70,8 @@ def main() -> None:
                 stack.extend(k for kids in node.children.values() for k in kids)
     except Exception:
         graphs = -1
-    print(json.dumps({"torch": torch.__version__, "tree_graphs": graphs,
+    print(json.dumps({"torch": torch.__version__, "tree_graphs": graphs, "captures": captures[0],
+                      "break_lines": sorted(breaks),
                       "graph_breaks": sum(counters["graph_break"].values()),
                       "unique_graphs": int(counters["stats"]["unique_graphs"]),
                       "cudagraph_skips": int(counters["inductor"]["cudagraph_skips"])}))
