@@ -35,7 +35,6 @@ def test_lint_samples_exit_code_and_every_script(lint_run, measured):
 def test_lint_sample(path, lint_run):
     _r, scripts = lint_run
     s = next(v for k, v in scripts.items() if os.path.abspath(k) == os.path.join(ROOT, path))
-    assert not s["errors"], s["errors"]
     world_of_one = f"{os.sep}distributed{os.sep}" in path
     expect = [(line, rule) for line, rule in markers(os.path.join(ROOT, path))
               if not (world_of_one and rule in CROSS_RANK_RULES)]
@@ -43,8 +42,8 @@ def test_lint_sample(path, lint_run):
     if expect:
         missing = [f"{rule}@{line}" for line, rule in expect if (line, rule) not in found]
         assert not missing, f"missing {missing}; found {sorted(found)}"
-    elif "hazards" not in path or os.path.basename(path).startswith("clean_") or world_of_one:
+    else:  # a clean script (or a distributed hazard whose only rule compares ranks): nothing wrong
         errors = [f"{f['rule']}@{f['line']}" for f in s["findings"] if f["severity"] == "error"]
-        assert not errors
+        assert not errors and not s["errors"], (errors, s["errors"])
     if world_of_one:
         assert s["ranks_unchecked"] == list(CROSS_RANK_RULES)
