@@ -18,21 +18,26 @@ settings.register_profile("long", max_examples=5000, **_FUZZ)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
-def _has_cuda() -> bool:
+def _cuda_devices() -> int:
     try:
         import torch
     except ImportError:
-        return False
-    return torch.cuda.is_available()
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
 def pytest_collection_modifyitems(config, items):
-    if _has_cuda():
+    """`gpu` tests skip without a CUDA device, `multi_gpu` tests with fewer than 2 (torch is imported only
+    when the collection holds such a test)."""
+    marked = [item for item in items if "gpu" in item.keywords or "multi_gpu" in item.keywords]
+    if not marked:
         return
-    skip = pytest.mark.skip(reason="needs a CUDA device")
-    for item in items:
-        if "gpu" in item.keywords:
-            item.add_marker(skip)
+    devices = _cuda_devices()
+    for item in marked:
+        if devices < 1:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA device"))
+        elif "multi_gpu" in item.keywords and devices < 2:
+            item.add_marker(pytest.mark.skip(reason=f"needs 2 CUDA devices ({devices} here)"))
 
 
 @pytest.fixture

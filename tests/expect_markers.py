@@ -1,5 +1,5 @@
 """`# expect: CGxxx` markers: the rules a marked line of a hazard script must produce. One parser for the CPU
-tests, the GPU tests and tools/gpu_check.py."""
+tests and the GPU tests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Process helpers shared by the fault tests and tools/gpu_check_faults.py."""
+"""Process helpers shared by the fault tests (tests/test_faults.py, tests/gpu/test_faults_gpu.py)."""
 
 from __future__ import annotations
 

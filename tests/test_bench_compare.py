@@ -13,7 +13,8 @@ import pytest
 from cgtool.bench.adaptive import CONVERGED, AdaptiveResult
 from cgtool.bench.compare import FASTER, REGRESSED, SAME, SLOWER, Comparison, compare, relative_change
 from cgtool.bench.report_file import read_bench_report
-from cgtool.bench.result import BenchReport, BenchResult, Estimate
+from cgtool.bench.estimate import Estimate
+from cgtool.bench.result import BenchReport, BenchResult
 from cgtool.bench.stats import Stats
 from cgtool.errors import CgtoolError
 from cgtool.model.frame import Frame

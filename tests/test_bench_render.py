@@ -8,7 +8,8 @@ from rich.console import Console
 
 from cgtool.bench.adaptive import BUDGET, CONVERGED, ITERATIONS, RoundStatus
 from cgtool.bench.compare import REGRESSED, SAME, Comparison, SizeChange
-from cgtool.bench.result import BenchReport, BenchResult, Estimate, ModeResult
+from cgtool.bench.estimate import Estimate, ModeResult
+from cgtool.bench.result import BenchReport, BenchResult
 from cgtool.bench.stats import Stats
 from cgtool.render.bench import (
     detail_lines,

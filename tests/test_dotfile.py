@@ -6,7 +6,8 @@ import time
 import pytest
 
 from cgtool.errors import CgtoolError, ExitCode
-from cgtool.graph.dotfile import parse_dot, unquote
+from cgtool.graph.dot_records import unquote
+from cgtool.graph.dotfile import parse_dot
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 

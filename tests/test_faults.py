@@ -2,7 +2,7 @@
 (load, setup, warmup), the output disk full, the output folder gone or read-only mid-run. Always: the report
 or a clear error, no half-written file, no orphaned process, a documented exit code.
 
-The GPU phases (capture, replay check, timing) are the "faults" section of tools/gpu_check.py."""
+The GPU phases (capture, replay check, timing): tests/gpu/test_faults_gpu.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The corpus of library models (tests/realworld/: transformers, torchvision, timm) through `cgtool lint` on
 the CPU: no error finding on a clean model, every `# expect:` marker of a hazard found at the user's line.
-The same corpus runs on the GPU in tools/gpu_check.sh realworld, beside plain-PyTorch truth (truth.py).
+The same corpus runs on the GPU in tests/gpu/test_realworld_gpu.py, beside plain-PyTorch truth (truth.py).
 A script whose library is not installed, or does not import with this torch, is skipped with the reason."""
 
 from __future__ import annotations

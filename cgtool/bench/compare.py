@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from cgtool.bench.result import BenchReport, Estimate
+from cgtool.bench.estimate import Estimate
+from cgtool.bench.result import BenchReport
 from cgtool.bench.stats import Stats
 
 # SizeChange.status values (with the PCT the comparison was made for)

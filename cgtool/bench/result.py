@@ -12,6 +12,7 @@ from typing import Any
 
 from cgtool.bench.adaptive import AdaptiveResult
 from cgtool.bench.cpu_load import CpuLoad
+from cgtool.bench.estimate import CLOCKS, Estimate, ModeResult, finite
 from cgtool.bench.stats import (
     Stats,
     batch_ratio_ci,
@@ -26,55 +27,8 @@ from cgtool.model.report import ErrorRecord
 BENCH_SCHEMA_VERSION = 1
 BENCH_KIND = "cgtool-bench"  # tells a bench report from a capture report.json
 MODES = ("eager", "replay")
-CLOCKS = ("gpu", "wall")
 FLOOR_KERNELS = "kernels"  # gpu_floor_us was measured (sum of kernel times per iteration)
 FLOOR_REPLAY_GPU = "replay-gpu"  # no kernel sum: replay's event-timed GPU time stands in for the floor
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A point estimate with its confidence interval."""
-
-    point: float
-    low: float
-    high: float
-    confidence: float = 0.95
-
-    def contains(self, x: float) -> bool:
-        return self.low <= x <= self.high
-
-    def to_json(self) -> dict[str, Any]:
-        # JSON has no infinity: an unbounded side (too few samples, or a zero median) is written as null.
-        return {"point": _finite(self.point), "low": _finite(self.low), "high": _finite(self.high), "confidence": self.confidence}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Estimate:
-        def num(key: str, unbounded: float) -> float:
-            return unbounded if d[key] is None else float(d[key])
-
-        return cls(num("point", math.inf), num("low", -math.inf), num("high", math.inf), float(d.get("confidence", 0.95)))
-
-
-@dataclass(frozen=True)
-class ModeResult:
-    """Per-iteration times of one mode (eager or replay) on both clocks."""
-
-    mode: str
-    gpu: Stats  # CUDA events around the timed iterations on their stream
-    wall: Stats  # host clock around the timed iterations, a synchronize ending each timed block
-    iterations: int  # iterations timed; a sample may average several (one per block)
-
-    def clock(self, name: str) -> Stats:
-        if name not in CLOCKS:
-            raise ValueError(f"unknown clock {name!r}; expected one of {CLOCKS}")
-        return self.gpu if name == "gpu" else self.wall
-
-    def to_json(self) -> dict[str, Any]:
-        return {"mode": self.mode, "gpu": self.gpu.to_json(), "wall": self.wall.to_json(), "iterations": self.iterations}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ModeResult:
-        return cls(d["mode"], Stats.from_json(d["gpu"]), Stats.from_json(d["wall"]), int(d["iterations"]))
 
 
 @dataclass(frozen=True)
@@ -224,7 +178,7 @@ class BenchResult:
             "rounds": self.rounds,
             "elapsed_s": self.elapsed_s,
             "target_rel_ci": self.target_rel_ci,
-            "batch_rel_ci": None if self.batch_rel_ci is None else _finite(self.batch_rel_ci),
+            "batch_rel_ci": None if self.batch_rel_ci is None else finite(self.batch_rel_ci),
             "gpu_floor_us": self.gpu_floor_us,
             "capture_ms": self.capture_ms,
             "instantiate_ms": self.instantiate_ms,
@@ -324,6 +278,3 @@ class BenchReport:
             cgtool_version=d.get("cgtool_version", ""),
         )
 
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None

@@ -1,7 +1,7 @@
 """Watch torch.compile's CUDAGraph Trees while a compiled step runs: torch's cudagraph log records and
 warnings, the cudagraphify closures (symint keys), and the trees' CUDA graphs kept readable (keep_graph=True).
 Nothing here changes what torch.compile does: no dispatch or function mode, only a log hook and two wrappers
-that call torch's own code (the techniques of tools/compile_probe/probe.py, checked on an H100 with torch 2.11).
+that call torch's own code (the techniques of the compile probe, docs/research/README.md, checked on an H100 with torch 2.11).
 """
 
 from __future__ import annotations

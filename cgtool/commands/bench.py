@@ -82,9 +82,11 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     step time is the slowest rank's. Writes the merged report to cgtool-out/<stem>/ (docs/distributed.md).
     """
     from cgtool.commands.common import make_job
-    from cgtool.commands.distributed import capture_distributed, wants_distributed
+    from cgtool.commands.distributed import capture_distributed, ranks_to_start, wants_distributed
     from cgtool.errors import CgtoolError, ExitCode
+    from cgtool.script.contract import parse_target
 
+    nproc = ranks_to_start(nproc, parse_target(target, entry)[0])
     if wants_distributed(nproc):
         job = make_job("capture", target, entry, warmup, settings={
             "replay_check": False, "checks": False, "timing": True, "timing_per_block": iters or 50})

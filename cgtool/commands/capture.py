@@ -88,8 +88,9 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     job = make_job("capture", target, entry, warmup, force_cpu=force_cpu, settings={
         "capture_mode": capture_mode, "replay_check": not no_replay_check, "timing": not no_timing,
         "checks": not no_checks})
-    from cgtool.commands.distributed import capture_distributed, wants_distributed
+    from cgtool.commands.distributed import capture_distributed, ranks_to_start, wants_distributed
 
+    nproc = ranks_to_start(nproc, job.script)
     if wants_distributed(nproc):
         capture_distributed(job, nproc, timeout, out_dir, as_json, quiet)
     stem = os.path.splitext(os.path.basename(job.script))[0]

@@ -22,6 +22,17 @@ def nproc_option(fn: Any) -> Any:
                              "captured and the reports merged (docs/distributed.md). Under torchrun this is automatic.")(fn)
 
 
+def ranks_to_start(nproc: int | None, script: str) -> int | None:
+    """--nproc-per-node as given; without it (and outside a torchrun), 1 for a script written for ranks: a
+    plain run analyses it as a world of one rank (docs/distributed.md)."""
+    from cgtool.script.ranks import written_for_ranks
+    from cgtool.worker.distributed import under_torchrun
+
+    if nproc or under_torchrun():
+        return nproc
+    return 1 if written_for_ranks(script) else None
+
+
 def wants_distributed(nproc: int | None) -> bool:
     from cgtool.worker.distributed import under_torchrun
 

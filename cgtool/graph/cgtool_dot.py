@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from cgtool.errors import CgtoolError, ExitCode
-from cgtool.graph.dotfile import DotFile
+from cgtool.graph.dot_records import DotFile
 from cgtool.graph.model import KINDS, Graph, GraphNode
 from cgtool.graph.names import demangle
 

@@ -7,9 +7,9 @@ tokens), a recursive-descent parser builds the result. Errors name the file and 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 
 from cgtool.errors import CgtoolError, ExitCode
+from cgtool.graph.dot_records import DotEdge, DotFile, DotNode, DotSubgraph, unquote
 
 _TOKEN = re.compile(
     r"""(?:[ \t\r\n\f\v]+|//[^\n]*|/\*.*?\*/|\#[^\n]*)*   # whitespace and comments before a token
@@ -24,48 +24,6 @@ _KEYWORDS = {"strict", "graph", "digraph", "subgraph", "node", "edge"}
 # Subgraphs nested deeper than this are refused with a clear error rather than a RecursionError (the parser
 # recurses about four Python frames per level). CUDA graphs nest a few levels: child graphs, conditional bodies.
 MAX_DEPTH = 100
-
-
-@dataclass(slots=True)
-class DotNode:
-    name: str
-    attrs: dict[str, str]
-    subgraph: str | None  # innermost subgraph the node was first mentioned in; None = the root graph
-
-
-@dataclass(slots=True)
-class DotEdge:
-    tail: str
-    head: str
-    attrs: dict[str, str]
-
-
-@dataclass(slots=True)
-class DotSubgraph:
-    name: str
-    parent: str | None
-    attrs: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class DotFile:
-    name: str
-    directed: bool
-    attrs: dict[str, str]
-    nodes: dict[str, DotNode]  # in order of first mention
-    edges: list[DotEdge]
-    subgraphs: dict[str, DotSubgraph]  # in order of appearance
-
-
-def unquote(raw: str) -> str:
-    """A quoted DOT string's value: `\\"` becomes `"` and backslash-newline joins lines; other escapes
-    (`\\n`, `\\l`, `\\<` in records) stay, because they belong to the label language, not DOT."""
-    body = raw[1:-1]
-    if '\\"' in body:
-        body = body.replace('\\"', '"')
-    if "\\\n" in body:
-        body = body.replace("\\\r\n", "").replace("\\\n", "")
-    return body
 
 
 def parse_dot(text: str, path: str = "<dot>") -> DotFile:

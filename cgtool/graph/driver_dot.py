@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from cgtool.errors import CgtoolError, ExitCode
-from cgtool.graph.dotfile import DotFile, DotNode, parse_dot
+from cgtool.graph.dot_records import DotFile, DotNode
+from cgtool.graph.dotfile import parse_dot
 from cgtool.graph.model import Dim3, Graph, GraphNode
 from cgtool.graph.names import demangle, short_name
 from cgtool.graph.record_label import parse_record, record_fields, unescape

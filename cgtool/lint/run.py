@@ -14,7 +14,10 @@ from cgtool.lint.filter import filter_findings, rule_enabled
 from cgtool.model.job import CAPTURE, Job
 from cgtool.model.lint_result import ANALYSED, ERROR, LintResult, ScriptResult
 from cgtool.model.report import CAPTURE_FAILED, WORKER_FAILED, Report
-from cgtool.model.rules import GPU_ONLY_RULES
+from cgtool.model.rules import CROSS_RANK_RULES, GPU_ONLY_RULES
+from cgtool.script.ranks import written_for_ranks
+
+NO_GROUP = "Default process group has not been initialized"  # torch's words for a collective with no group
 
 _SKIP_DIRS = {"__pycache__", ".git", ".venv", "venv", "node_modules", "build", "dist", "cgtool-out"}
 
@@ -194,34 +197,43 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
 
     job = Job(CAPTURE, os.path.abspath(path), entry or opts.entry, force_cpu=opts.force_cpu,
               settings={"warmup": opts.warmup, "timing": False, "checks": True, "replay_check": True})
-    if opts.nproc:
+    world_of_one = not opts.nproc and written_for_ranks(job.script)
+    if opts.nproc or world_of_one:  # a script written for ranks runs as a world of one in a plain lint
         from cgtool.worker.distributed import lint_report
 
-        return script_result(path, lint_report(job, opts.nproc, opts.timeout), opts)
+        return script_result(path, lint_report(job, opts.nproc or 1, opts.timeout), opts, world_of_one)
     outcome = run_job(job, opts.timeout, stop=stop)
     if outcome.failure == "interrupted":
         return None
     return script_result(path, report_from_outcome(job, outcome), opts)
 
 
-def script_result(path: str, report: Report, opts: LintOptions) -> ScriptResult:
-    """Turn a capture report into lint's per-script record (filtered and suppressed)."""
+def script_result(path: str, report: Report, opts: LintOptions, world_of_one: bool = False) -> ScriptResult:
+    """Turn a capture report into lint's per-script record (filtered and suppressed). `world_of_one`: a script
+    written for ranks ran as one rank; the cross-rank rules are listed as not checked."""
     findings = filter_findings(report.findings, opts.select, opts.ignore)
     errors = []
     for e in report.errors:
         if report.status == CAPTURE_FAILED and e.phase == "capture":
             continue  # a failed capture is a finding (CG501 or the root cause), not a script error
+        if not opts.nproc and NO_GROUP in e.message:  # a script the world of one could not serve
+            errors.append(f"{e.phase} failed: it calls torch.distributed without a process group; "
+                          "run it with --nproc-per-node N")
+            continue
         frame = e.user_frame
         where = f" at {os.path.relpath(frame.file)}:{frame.line}" if frame else ""
         first_line = e.message.strip().splitlines()[0] if e.message.strip() else ""  # lint's errors are one line each
-        errors.append(f"{e.phase} failed{where}: {e.label}{first_line}{_last_output(report)}")
+        ranks = " (as a world of one rank; --nproc-per-node N runs N ranks)" if world_of_one else ""
+        errors.append(f"{e.phase} failed{where}: {e.label}{first_line}{_last_output(report)}{ranks}")
     skipped: list[str] = []
     reason = ""
     if report.device != "cuda":
         skipped = [r for r in GPU_ONLY_RULES if rule_enabled(r, opts.select, opts.ignore)]
         reason = "no CUDA device: these rules need a real capture and replay"
+    unchecked = [r for r in CROSS_RANK_RULES if rule_enabled(r, opts.select, opts.ignore)] if world_of_one else []
     return ScriptResult(path=path, entry=report.entry, status=ERROR if errors else ANALYSED, device=report.device,
-                        findings=findings, errors=errors, skipped_rules=skipped, skipped_reason=reason)
+                        findings=findings, errors=list(dict.fromkeys(errors)), skipped_rules=skipped,
+                        skipped_reason=reason, ranks_unchecked=unchecked)
 
 
 def _last_output(report: Report) -> str:

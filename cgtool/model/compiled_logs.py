@@ -1,5 +1,5 @@
 """Read torch's CUDAGraph Trees log records, warnings and errors as CompiledEvents (no torch: tests feed records
-recorded on an H100 with torch 2.11). Texts and loggers: tools/compile_probe/FINDINGS.md; they hold for 2.11
+recorded on an H100 with torch 2.11). Texts and loggers: docs/research/torch-compile-sources.md; they hold for 2.11
 and 2.13 (2.13 prefixes some records with the compile id and moved the symint key to the last argument)."""
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ class ScriptResult:
     errors: list[str] = field(default_factory=list)  # short messages, e.g. "SyntaxError at line 3: ..."
     skipped_rules: list[str] = field(default_factory=list)  # rule ids that could not run here
     skipped_reason: str = ""  # why, e.g. "no CUDA device: these rules need a captured graph"
+    ranks_unchecked: list[str] = field(default_factory=list)  # cross-rank rules a world of one could not check
 
     @property
     def failed(self) -> bool:
@@ -54,6 +55,7 @@ class ScriptResult:
             "errors": list(self.errors),
             "skipped_rules": list(self.skipped_rules),
             "skipped_reason": self.skipped_reason,
+            "ranks_unchecked": list(self.ranks_unchecked),
         }
 
     @classmethod
@@ -67,6 +69,7 @@ class ScriptResult:
             errors=list(d.get("errors", [])),
             skipped_rules=list(d.get("skipped_rules", [])),
             skipped_reason=d.get("skipped_reason", ""),
+            ranks_unchecked=list(d.get("ranks_unchecked", [])),
         )
 
 
@@ -109,8 +112,13 @@ class LintResult:
 
     @property
     def skipped_rules(self) -> list[str]:
-        """Rule ids that could not run for at least one script, sorted."""
-        return sorted({r for s in self.scripts for r in s.skipped_rules})
+        """Rule ids that could not run for at least one script (on this device, or in a world of one), sorted."""
+        return sorted({r for s in self.scripts for r in (*s.skipped_rules, *s.ranks_unchecked)})
+
+    @property
+    def world_of_one(self) -> list[ScriptResult]:
+        """Scripts written for ranks that a plain run analysed as a world of one rank."""
+        return [s for s in self.scripts if s.ranks_unchecked]
 
     @property
     def skipped_reason(self) -> str:

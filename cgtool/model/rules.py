@@ -110,6 +110,11 @@ RULE_BY_ID = {r.id: r for r in RULES}
 # Rules whose evidence is the GPU run (the capture, the graph, replay versus eager): the CPU analysis skips them.
 GPU_ONLY_RULES: tuple[str, ...] = tuple(r.id for r in RULES if r.needs_gpu)
 
+# Rules that compare ranks with each other: a world of one rank (a plain run of a script written for ranks)
+# cannot establish them; `--nproc-per-node N` can.
+CROSS_RANK_RULES: tuple[str, ...] = ("CG601", "CG603")
+WORLD_OF_ONE = "comparing ranks needs --nproc-per-node N, N ≥ 2"
+
 
 def finding(rule_id: str, message: str | None = None, *, file: str | None = None, line: int | None = None,
             source: str | None = None, function: str | None = None, hint: str | None = None,

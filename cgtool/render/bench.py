@@ -10,7 +10,8 @@ from rich.table import Table
 
 from cgtool.bench.adaptive import BUDGET, CONVERGED, ITERATIONS, RoundStatus
 from cgtool.bench.compare import FASTER, REGRESSED, SLOWER, Comparison
-from cgtool.bench.result import FLOOR_KERNELS, BenchReport, BenchResult, Estimate, ModeResult
+from cgtool.bench.estimate import Estimate, ModeResult
+from cgtool.bench.result import FLOOR_KERNELS, BenchReport, BenchResult
 from cgtool.render.units import fmt_bytes, fmt_us
 
 _STATUS_STYLE = {REGRESSED: "bold red", SLOWER: "yellow", FASTER: "green"}

@@ -11,19 +11,21 @@ from rich.markup import escape
 from rich.table import Table
 
 from cgtool.model.ranks import DistReport
+from cgtool.model.rules import CROSS_RANK_RULES, WORLD_OF_ONE
 from cgtool.render.units import fmt_us
 
 
 def verdict_line(report: DistReport) -> str:
     s = report.step
     n = report.world_size
+    ranks = f"{n} rank{'s' if n != 1 else ''}"
     if s.get("speedup"):
-        return (f"{n} ranks captured; step (slowest rank) eager {fmt_us(s['eager_us'])} → replay "
+        return (f"{ranks} captured; step (slowest rank) eager {fmt_us(s['eager_us'])} → replay "
                 f"{fmt_us(s['replay_us'])}: {s['speedup']:.1f}× faster")
     failed = [r.rank for r in report.ranks if r.failed]
     if failed:
         return f"rank(s) {', '.join(map(str, failed))} of {n} did not capture"
-    return f"{n} ranks: {report.status}"
+    return f"{ranks}: {report.status}"
 
 
 def rank_table(report: DistReport) -> Table:
@@ -47,7 +49,8 @@ def render_dist_report(report: DistReport, out: Console, quiet: bool = False) ->
     from cgtool.render.findings_console import render_errors, render_findings
 
     if not quiet:
-        out.print(f"[bold]cgtool[/] {escape(report.script)}:{escape(report.entry)} on {report.world_size} ranks "
+        out.print(f"[bold]cgtool[/] {escape(report.script)}:{escape(report.entry)} on {report.world_size} "
+                  f"rank{'s' if report.world_size != 1 else ''} "
                   f"[dim](torch.distributed.run, {report.wall_s:.1f} s)[/]")
         out.print(rank_table(report))
         for name, diff in report.graph_diffs.items():
@@ -65,6 +68,8 @@ def render_dist_report(report: DistReport, out: Console, quiet: bool = False) ->
         if r.report is not None and r.report.errors:
             out.print(f"[bold]rank {r.rank}:[/]")
             render_errors(r.report.errors, out)
+    if report.world_size == 1:
+        out.print(f"[yellow]Not checked in a world of one rank ({WORLD_OF_ONE}): {', '.join(CROSS_RANK_RULES)}[/]")
     problems = bool(findings or report.errors) or any(r.failed for r in report.ranks)
     out.print(f"[bold {'red' if problems else 'green'}]{escape(verdict_line(report))}[/]")
 

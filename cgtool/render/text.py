@@ -9,7 +9,7 @@ from rich.text import Text
 
 from cgtool.model.finding import Finding
 from cgtool.model.lint_result import LintResult
-from cgtool.model.rules import RULE_BY_ID
+from cgtool.model.rules import RULE_BY_ID, WORLD_OF_ONE
 
 COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
 SEVERITY_WORDS = {"error": "error", "warning": "warning", "info": "note"}  # as compilers print them
@@ -67,11 +67,20 @@ def render_text(result: LintResult, *, color: bool = False, width: int = 100) ->
         out.print()
     colour = "red" if result.exit_code else "green"
     out.print(Text(summary_line(result), style=f"bold {colour}"), soft_wrap=True)
-    skipped = result.skipped_rules
+    skipped = sorted({r for s in result.scripts for r in s.skipped_rules})
     if skipped:
         reason = result.skipped_reason or f"they need a CUDA device; this run was on {result.device}"
-        out.print(Text(f"Not checked on this machine ({reason}):", style="yellow"), soft_wrap=True)
-        for rule_id in skipped:
-            rule = RULE_BY_ID.get(rule_id)
-            out.print(Text(f"  {rule_id} {rule.title}" if rule else f"  {rule_id}"), soft_wrap=True)
+        _rule_list(out, f"Not checked on this machine ({reason}):", skipped)
+    ones = result.world_of_one
+    if ones:
+        _rule_list(out, f"Not checked in a world of one rank ({_plural(len(ones), 'script')} written for ranks; "
+                        f"{WORLD_OF_ONE}):", sorted({r for s in ones for r in s.ranks_unchecked}))
+        out.print(Text("  run as one rank: " + ", ".join(s.path for s in ones)), soft_wrap=True)
     return buf.getvalue()
+
+
+def _rule_list(out: Console, heading: str, rule_ids: list[str]) -> None:
+    out.print(Text(heading, style="yellow"), soft_wrap=True)
+    for rule_id in rule_ids:
+        rule = RULE_BY_ID.get(rule_id)
+        out.print(Text(f"  {rule_id} {rule.title}" if rule else f"  {rule_id}"), soft_wrap=True)

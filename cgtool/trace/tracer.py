@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import gc
 import sys
-import warnings
 from typing import Any, Callable
 
 import torch
@@ -29,12 +28,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from cgtool.trace import op_roles as R
 from cgtool.trace.call_recorder import FORWARD, PLAIN, SPECIAL
 from cgtool.trace.op_recorder import OpRecorder, StreamProbe
+from cgtool.trace.sync_warnings import sync_warnings_start, sync_warnings_stop
 
 Tensor = torch.Tensor
 from cgtool.model.frame import Frame
-from cgtool.model.trace import SYNC_WARNING, Iteration, OpRecord, StreamEvent, Trace
-
-_SYNC_WARNING_TEXT = "called a synchronizing CUDA operation"
+from cgtool.model.trace import Iteration, StreamEvent, Trace
 
 
 def cuda_stream_probe() -> StreamProbe | None:
@@ -150,13 +148,13 @@ class _Phase:
             dmode.__enter__()
             t.modes.append(dmode)
             if t.sync_debug:
-                _SyncWarnings.start(t)
+                sync_warnings_start(t)
         return self.it
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         t = self.tracer
         if self.record and t.sync_debug:
-            _SyncWarnings.stop(t)
+            sync_warnings_stop(t)
         for _ in range(2 if self.record else 1):
             t.modes.pop().__exit__(None, None, None)
         if self._gc_was_enabled:
@@ -268,45 +266,3 @@ class _FunctionMode(TorchFunctionMode):
         except Exception as exc:  # noqa: BLE001
             t.fail(exc)
             return out
-
-
-class _SyncWarnings:
-    """GPU run: torch.cuda.set_sync_debug_mode("warn") warnings become SYNC_WARNING records at the user's line."""
-
-    @staticmethod
-    def start(t: Tracer) -> None:
-        try:
-            t.saved_sync_mode = torch.cuda.get_sync_debug_mode()
-            t.warnings_ctx = warnings.catch_warnings()  # filters and showwarning come back on stop
-            t.warnings_ctx.__enter__()
-            warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype")
-            torch.cuda.set_sync_debug_mode("warn")
-            warnings.filterwarnings("always", message=_SYNC_WARNING_TEXT)
-            t.saved_showwarning = original = warnings.showwarning
-
-            def showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
-                            line: Any = None) -> None:
-                if _SYNC_WARNING_TEXT in str(message) and t.ops is not None:
-                    inner, outer = t.where(1)
-                    if inner >= 0:  # not the harness's own, nor inputs() made inside the iteration
-                        t.ops.append(OpRecord(SYNC_WARNING, "cuda-sync", frame=inner, outer=outer))
-                    return
-                original(message, category, filename, lineno, file, line)
-
-            warnings.showwarning = showwarning
-        except Exception as exc:  # noqa: BLE001
-            t.fail(exc)
-
-    @staticmethod
-    def stop(t: Tracer) -> None:
-        try:
-            if t.saved_showwarning is not None:
-                warnings.showwarning = t.saved_showwarning
-                t.saved_showwarning = None
-            if t.saved_sync_mode is not None:
-                torch.cuda.set_sync_debug_mode(t.saved_sync_mode)
-            ctx, t.warnings_ctx = getattr(t, "warnings_ctx", None), None
-            if ctx is not None:
-                ctx.__exit__(None, None, None)
-        except Exception as exc:  # noqa: BLE001
-            t.fail(exc)

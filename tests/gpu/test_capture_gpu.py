@@ -1,8 +1,11 @@
-"""The capture pipeline on a real GPU: every sample captures, matches the driver's view, replays right."""
+"""The capture pipeline on a real GPU: every sample captures, matches the driver's view, replays right; the
+performance bar of reading a 3,000-node graph; a failed capture; the reader on a hand-built graph."""
 
 import collections
 import json
 import os
+import tempfile
+import time
 
 import pytest
 from conftest import ROOT
@@ -13,25 +16,48 @@ SAMPLES = ["mlp_inference", "transformer_train", "multistream", "deep_1000"]
 
 
 @pytest.mark.parametrize("name", SAMPLES)
-def test_sample_captures_and_matches_driver(name, run_cli, tmp_path):
+def test_sample_captures_and_matches_driver(name, sample_capture, measured):
     from cgtool.graph.driver_dot import read_driver_dot
 
-    out = tmp_path / name
-    r = run_cli("capture", os.path.join(ROOT, "samples", f"{name}.py"), "--out", out, timeout=600)
+    r, out, wall = sample_capture(name)
     assert r.returncode == 0, r.stdout + r.stderr
-    report = json.loads((out / "report.json").read_text())
+    with open(os.path.join(out, "report.json")) as fh:
+        report = json.load(fh)
     assert report["status"] == "captured"
     assert report["replay"]["status"] == "match"
     assert report["timings"]["speedup"] > 1.0
     assert "faster" in r.stdout
     ours = report["graph"]
-    driver = read_driver_dot((out / "graph.driver.dot").read_text())
+    with open(os.path.join(out, "graph.driver.dot")) as fh:
+        driver = read_driver_dot(fh.read())
+    measured(f"{len(ours['nodes'])} nodes/{len(ours['edges'])} edges (driver {len(driver.nodes)}/{len(driver.edges)}); "
+             f"{[ln for ln in r.stdout.splitlines() if 'faster' in ln][-1]}", wall_s=round(wall, 1),
+             speedup=report["timings"]["speedup"], max_abs=report["replay"].get("max_abs"))
     assert len(driver.nodes) == len(ours["nodes"])
     assert len(driver.edges) == len(ours["edges"])
     ours_k = collections.Counter(n.get("mangled") for n in ours["nodes"] if n["kind"] == "kernel")
     theirs_k = collections.Counter(n.mangled for n in driver.nodes if n.kind == "kernel")
     assert ours_k == theirs_k
-    assert (out / "graph.dot").exists()
+    assert os.path.exists(os.path.join(out, "graph.dot"))
+
+
+def test_deep_1000_graph_read_and_written_in_under_a_second(sample_capture, measured):
+    """The performance bar: read the 3,000-node graph, write both DOT files and the JSON report in < 1 s."""
+    from cgtool.model.report import Report
+
+    r, out, _wall = sample_capture("deep_1000")
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(os.path.join(out, "report.json")) as fh:
+        data = json.load(fh)
+    s = data["settings"]
+    t0 = time.perf_counter()
+    json.dumps(Report.from_json(data).to_json(), indent=1)
+    json_ms = (time.perf_counter() - t0) * 1e3
+    total = s["read_graph_ms"] + s["driver_dot_ms"] + s["write_dots_ms"] + json_ms
+    measured(f"{len(data['graph']['nodes'])} nodes", total_ms=round(total), read_ms=round(s["read_graph_ms"]),
+             driver_dot_ms=round(s["driver_dot_ms"]), graph_dot_ms=round(s["write_dots_ms"]), json_ms=round(json_ms),
+             capture_ms=round(data["timings"].get("capture_ms", 0)))
+    assert total < 1000
 
 
 def test_failed_capture_names_the_line_and_keeps_standing(run_cli, tmp_path):
@@ -43,6 +69,23 @@ def test_failed_capture_names_the_line_and_keeps_standing(run_cli, tmp_path):
     assert report["status"] == "capture-failed"
     assert any(f["line"] == line and f["file"] == path for f in report["findings"])
     assert f"item_sync.py:{line}" in r.stdout
+    assert report["errors"][0].get("cuda_error")
+
+
+def test_capture_job_in_process_without_the_cli():
+    """The pipeline called directly (no worker, no checks), as the first GPU smoke test did."""
+    from cgtool.model.job import Job
+    from cgtool.model.phase_log import PhaseLog
+    from cgtool.pipeline.capture_job import capture_job
+
+    with tempfile.TemporaryDirectory() as wd:
+        job = Job("capture", os.path.join(ROOT, "samples", "mlp_inference.py"), "step",
+                  {"warmup": 3, "capture_mode": "global", "checks": False}, work_dir=wd)
+        report = capture_job(job, PhaseLog())
+        assert report.status == "captured", report.errors
+        assert report.graph is not None and report.graph.kernels
+        assert report.replay is not None and report.replay.status == "match"
+        assert os.path.exists(os.path.join(wd, "graph.driver.dot"))
 
 
 def test_reader_handles_child_graph_memset_event_empty_nodes():

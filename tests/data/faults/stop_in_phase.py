@@ -1,5 +1,5 @@
-"""A clean step that stops and waits in a chosen phase, for fault tests (tests/test_faults.py, and the "faults"
-section of tools/gpu_check.py) that signal the worker there.
+"""A clean step that stops and waits in a chosen phase, for fault tests (tests/test_faults.py and
+tests/gpu/test_faults_gpu.py) that signal the worker there.
 
 Where to stop: CGTOOL_FAULT_AT, or the first line of `fault_at.txt` beside this file:
   load | setup          module-level code, or setup()

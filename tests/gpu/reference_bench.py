@@ -1,4 +1,8 @@
-"""An independent eager/replay measurement for checking `cgtool bench` (shares no code with cgtool).
+"""An independent eager/replay measurement for checking `cgtool bench` (the truth of tests/gpu/test_bench_gpu.py;
+`reference` shares no code with cgtool). Run in its own process:
+
+    python tests/gpu/reference_bench.py reference SCRIPT        # one JSON line
+    python tests/gpu/reference_bench.py same-process SCRIPT     # one JSON line
 
 Own loop: CUDA events around 15 blocks of back-to-back calls, median. Triton: do_bench for eager and
 do_bench_cudagraph for replay, where triton is installed.
@@ -7,7 +11,10 @@ do_bench_cudagraph for replay, where triton is installed.
 from __future__ import annotations
 
 import importlib.util
+import json
+import os
 import statistics
+import sys
 
 
 def loop_us(f, n: int) -> float:
@@ -69,11 +76,9 @@ def same_process(path: str, turns: int = 15) -> dict:
     (own code, above) taking turns on the same captured step in one process, so drift and the state of
     the process hit both alike. Per turn: cgtool's headline speedup (blocks on a slowed CPU left out),
     cgtool's speedup over every block, the loop's, and the share of cgtool's blocks the CPU probe found slowed."""
-    import sys
-
     import torch
 
-    sys.path.insert(0, __file__.rsplit("/tools/", 1)[0])
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     from cgtool.bench.measure import measure, prepare
     from cgtool.bench.result import BenchResult
     from cgtool.model.phase_log import PhaseLog
@@ -101,3 +106,8 @@ def same_process(path: str, turns: int = 15) -> dict:
     return {"every_block": med("every_block", rows), "loop": med("loop", rows),
             "quiet_turns": len(quiet), "quiet_headline": med("headline", quiet), "quiet_loop": med("loop", quiet),
             "turns": [{k: round(v, 3) for k, v in t.items()} for t in rows]}
+
+
+if __name__ == "__main__":
+    what, script_path = sys.argv[1], sys.argv[2]
+    print(json.dumps(reference(script_path) if what == "reference" else same_process(script_path)))

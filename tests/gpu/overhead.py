@@ -1,4 +1,5 @@
-"""The analysis overhead bar on the GPU run, on samples/deep_1000.py, through cgtool's own GPU tracing.
+"""The analysis overhead on the GPU, on samples/deep_1000.py, through cgtool's own GPU tracing (run in its own
+process by tests/gpu/test_overhead_gpu.py: `python tests/gpu/overhead.py [SCRIPT]` prints one JSON line).
 
 Alternates untraced and traced eager iterations (warm, on a side stream) and reports the added time
 per traced iteration as a multiple of one eager iteration, plus the fixed costs (tracer start, checks).
@@ -15,7 +16,7 @@ import statistics
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 
@@ -61,9 +62,10 @@ def measure(path: str, rounds: int = 7) -> dict:
     ops = sum(len(it.ops) for it in analysis.tracer.trace.iterations) / (rounds + 1)
     buf = io.StringIO()
     pstats.Stats(prof, stream=buf).sort_stats("tottime").print_stats(25)
-    out_dir = os.environ.get("OUT") or "."
-    with open(os.path.join(out_dir, "trace_profile.txt"), "w") as fh:
-        fh.write(buf.getvalue())
+    out_dir = os.environ.get("OUT")
+    if out_dir:
+        with open(os.path.join(out_dir, "trace_profile.txt"), "w") as fh:
+            fh.write(buf.getvalue())
     e, t = statistics.median(eager), statistics.median(traced)
     return {"eager_ms": e * 1e3, "traced_ms": t * 1e3, "added_x": (t - e) / e, "ops_per_iter": ops,
             "us_per_op_added": (t - e) * 1e6 / max(ops, 1), "tracer_start_s": start_s, "checks_s": checks_s,
@@ -71,4 +73,7 @@ def measure(path: str, rounds: int = 7) -> dict:
 
 
 if __name__ == "__main__":
-    print(measure(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "samples", "deep_1000.py")))
+    import json
+
+    print(json.dumps(measure(sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "samples", "deep_1000.py")),
+                     default=str))

@@ -1,8 +1,8 @@
-"""Standalone probe of the facts cgtool's distributed support relies on (plain torch, no cgtool), run by
+"""The truth of tests/gpu/test_distributed_gpu.py: a standalone probe of the facts cgtool's distributed support relies on (plain torch, no cgtool), run by
 torchrun on the GPU machine:
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
-    python -m torch.distributed.run --standalone --nproc-per-node 2 tools/dist_probe.py OUT_DIR [fail]
+    python -m torch.distributed.run --standalone --nproc-per-node 2 tests/gpu/dist_truth.py OUT_DIR [fail]
 
 Each rank writes OUT_DIR/probe.rank<r>.json: NCCL version, whether all_reduce captures inside
 torch.cuda.graph and replays with the right sum, the kernel names of the graph's nodes (through

@@ -1,11 +1,11 @@
 """Where does a launch-bound eager step's time vary on this machine? (diagnostic for `cgtool bench`)
 
-    python3 tools/bench_noise_probe.py                # machine facts, per-CPU sweep, drift, fresh processes
-    python3 tools/bench_noise_probe.py --child        # one short measurement (used by the parent)
-    python3 tools/bench_noise_probe.py --ab           # pinned / free / random CPU taking turns in one process
-    python3 tools/bench_noise_probe.py --cpus         # every CPU probed at once for 10 s (no GPU needed)
-    python3 tools/bench_noise_probe.py --dump F [BUDGET_S TARGET]  # bench's measurement, every block + probe to F
-    python3 tools/bench_noise_probe.py --two F        # blocks after a pure-Python and a torch-dispatcher probe
+    python3 benchmarks/cpu_noise.py                # machine facts, per-CPU sweep, drift, fresh processes
+    python3 benchmarks/cpu_noise.py --child        # one short measurement (used by the parent)
+    python3 benchmarks/cpu_noise.py --ab           # pinned / free / random CPU taking turns in one process
+    python3 benchmarks/cpu_noise.py --cpus         # every CPU probed at once for 10 s (no GPU needed)
+    python3 benchmarks/cpu_noise.py --dump F [BUDGET_S TARGET]  # bench's measurement, every block + probe to F
+    python3 benchmarks/cpu_noise.py --two F        # blocks after a pure-Python and a torch-dispatcher probe
 
 Measures samples/mlp_inference.py's eager step and its replay with cgtool's own prepare/time_block.
 """
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the repository
 sys.path.insert(0, ROOT)
 SAMPLE = os.path.join(ROOT, "samples", "mlp_inference.py")
 

@@ -1,7 +1,6 @@
-"""A standalone GPU probe of the torch APIs partial capture (docs/partial.md) depends on; prints what it found.
-
-Run on the GPU machine: python3 tools/partial_probe.py. Each probe prints one `PROBE name: ...` line and never
-stops the others, so the first GPU run shows which assumptions hold even if cgtool's own code fails.
+"""The torch APIs partial capture (docs/partial.md) depends on, probed on the GPU: the truth of
+tests/gpu/test_partial_gpu.py. `python tests/gpu/partial_truth.py [NAME...]` (compiled, profiler, graphed_module)
+prints one `PROBE name: ...` line per probe and never stops the others.
 """
 
 from __future__ import annotations
@@ -15,7 +14,7 @@ import traceback
 import torch
 from torch import nn
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
 
@@ -145,8 +144,9 @@ def graphed_module() -> str:
 
 def main() -> int:
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}", flush=True)
-    for fn in (compiled, profiler, graphed_module):
-        fn()
+    probes = {"compiled": compiled, "profiler": profiler, "graphed_module": graphed_module}
+    for name in sys.argv[1:] or probes:
+        probes[name]()
     return 0
 
 
