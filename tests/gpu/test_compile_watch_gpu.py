@@ -2,7 +2,7 @@
 with compile calls in imported modules, Module.compile(), graph breaks, a varying batch and a compile without CUDA
 graphs, plus scripts written by someone else to the documented contract (tests/data/unseen_compiled). Each is
 compared with plain PyTorch on the same script (compiled_truth.py, a fresh process): the graphs torch records and
-its graph breaks. A table row per script goes to $OUT/compiled-table.txt when $OUT is set."""
+its graph breaks. A table row per script goes to $OUT/gpu-results.txt when $OUT is set."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ import os
 import subprocess
 import sys
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 from conftest import ROOT
 from expect_markers import markers_with_imports
+from gpu.runs import cgtool_run, read_json, save_artifact
 
 pytestmark = pytest.mark.gpu
 SAMPLES = os.path.join(ROOT, "samples", "compiled")
@@ -46,26 +49,36 @@ def table_row(name: str, d: dict, truth: dict) -> str:
             f"{c.get('triton_kernels')}; timing {timing or '-'}; first steady step {c.get('first_steady_s')} s")
 
 
-def record(line: str) -> None:
-    print(line)
-    out = os.environ.get("OUT")
-    if out:
-        with open(os.path.join(out, "compiled-table.txt"), "a", encoding="utf-8") as fh:
-            fh.write(line + "\n")
+def run_one(path: str, work: str) -> tuple[dict, dict | None, str]:
+    """(plain PyTorch's view, cgtool's report, cgtool's output) of one script."""
+    truth_run = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "compiled_truth.py"), path],
+                               capture_output=True, text=True, timeout=400, cwd=os.path.dirname(path))
+    try:
+        truth = json.loads(truth_run.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        truth = {"error": truth_run.stderr[-2000:]}
+    out = os.path.join(work, "compile-watch", os.path.relpath(path, ROOT).replace(os.sep, "_"))
+    r = cgtool_run("capture", path, "--out", out, "--timeout", "400", timeout=500)
+    save_artifact("compile-watch.txt", f"===== {os.path.relpath(path, ROOT)}: exit {r.returncode}\n"
+                                       f"{(r.stdout + r.stderr)[-5000:]}")
+    return truth, read_json(os.path.join(out, "report.json")), r.stdout
+
+
+@pytest.fixture(scope="module")
+def runs(work):
+    """Every script, plain PyTorch then cgtool, three scripts at a time (timings are indicative)."""
+    with ThreadPoolExecutor(3) as pool:
+        return dict(zip(SCRIPTS, pool.map(lambda p: run_one(p, work), SCRIPTS)))
 
 
 @pytest.mark.parametrize("path", SCRIPTS, ids=lambda p: os.path.relpath(p, ROOT))
-def test_compiled_where_the_project_compiles(path, run_cli, tmp_path):
-    truth_run = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__), "compiled_truth.py"), path],
-                               capture_output=True, text=True, timeout=400, cwd=os.path.dirname(path))
-    assert truth_run.returncode == 0, truth_run.stderr[-3000:]
-    truth = json.loads(truth_run.stdout.strip().splitlines()[-1])
-    out = tmp_path / "o"
-    r = run_cli("capture", path, "--out", out, "--timeout", "400", timeout=500)
-    d = json.loads((out / "report.json").read_text())
-    record(table_row(os.path.relpath(path, ROOT), d, truth))
+def test_compiled_where_the_project_compiles(path, runs, measured):
+    truth, d, stdout = runs[path]
+    assert "error" not in truth, truth
+    assert d is not None, stdout[-3000:]
+    measured(table_row(os.path.relpath(path, ROOT), d, truth))
     c = d.get("compiled")
-    assert c is not None and c["sites"], f"compiled code not found (exit {r.returncode}):\n{r.stdout[-3000:]}"
+    assert c is not None and c["sites"], f"compiled code not found:\n{stdout[-3000:]}"
     found = {(f["file"], f["line"], f["rule"]) for f in d["findings"]}
     want = expected(path)
     assert want <= found, f"missing {sorted(want - found)}; found {sorted(found)}"
@@ -76,7 +89,7 @@ def test_compiled_where_the_project_compiles(path, run_cli, tmp_path):
         assert d["status"] == "compiled" and c["dynamo_graphs"] == 0 and c["graphs_recorded"] == 0
         assert truth["captures"] == 0 and any(r == "CG701" for _, _, r in want)
     elif graphing:
-        assert d["status"] == "compiled", r.stdout[-2000:]
+        assert d["status"] == "compiled", stdout[-2000:]
         assert d.get("graph") is None, "cgtool captured the step itself: the uncompiled program"
         assert truth["captures"] >= 1, f"plain PyTorch recorded no CUDA graph: {truth}"
         assert c["graphs_recorded"] >= 1
@@ -85,7 +98,7 @@ def test_compiled_where_the_project_compiles(path, run_cli, tmp_path):
         kernels = [k[0] for g in c.get("graphs", []) for k in g.get("kernels", [])]
         assert any(k.startswith("triton") for k in kernels), f"no Triton kernel in the trees' graphs: {kernels[:8]}"
     else:
-        assert d["status"] == "captured" and c["captured_by"] == "cgtool", r.stdout[-2000:]
+        assert d["status"] == "captured" and c["captured_by"] == "cgtool", stdout[-2000:]
         assert c["triton_kernels"] >= 1, "the graph holds no Triton kernel: not the compiled code"
         assert d["replay"]["status"] == "match"
     breaks = {(b["frame"]["file"], b["frame"]["line"]) for b in c.get("breaks", []) if b.get("frame")}
@@ -93,9 +106,9 @@ def test_compiled_where_the_project_compiles(path, run_cli, tmp_path):
     assert {f"{f}:{n}" for f, n in breaks} == set(truth["break_lines"]), truth
 
 
-def test_lint_on_the_gpu_gives_capture_s_findings(run_cli):
+def test_lint_on_the_gpu_gives_capture_s_findings():
     """`cgtool lint` over the same scripts on the GPU: every marker, no error beyond them."""
-    r = run_cli("lint", *SCRIPTS, "--format", "json", "-j", "2", "--timeout", "400", timeout=900)
+    r = cgtool_run("lint", *SCRIPTS, "--format", "json", "-j", "3", "--timeout", "400", timeout=900)
     data = json.loads(r.stdout)
     for s in data["scripts"]:
         want = expected(s["path"] if os.path.isabs(s["path"]) else os.path.join(ROOT, s["path"]))
