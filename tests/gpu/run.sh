@@ -8,7 +8,10 @@
 set -u
 cd "$(dirname "$0")/../.."
 if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
+  # several runs of this script at once (one selection each) install once, in turn
+  ( flock 9; [[ -e /tmp/site/.cgtool-installed ]] || { python3 -m pip install -q --no-index --no-deps --no-compile \
+      --no-cache-dir --upgrade --target /tmp/site .whl/*.whl && touch /tmp/site/.cgtool-installed; } ) 9>/tmp/cgtool-whl.lock \
+    || exit 1
   export PYTHONPATH=/tmp/site:$PWD
 else
   export PYTHONPATH=$PWD

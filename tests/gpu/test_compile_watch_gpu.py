@@ -66,8 +66,8 @@ def run_one(path: str, work: str) -> tuple[dict, dict | None, str]:
 
 @pytest.fixture(scope="module")
 def runs(work):
-    """Every script, plain PyTorch then cgtool, three scripts at a time (timings are indicative)."""
-    with ThreadPoolExecutor(3) as pool:
+    """Every script, plain PyTorch then cgtool, four scripts at a time (timings are indicative)."""
+    with ThreadPoolExecutor(4) as pool:
         return dict(zip(SCRIPTS, pool.map(lambda p: run_one(p, work), SCRIPTS)))
 
 
@@ -108,7 +108,7 @@ def test_compiled_where_the_project_compiles(path, runs, measured):
 
 def test_lint_on_the_gpu_gives_capture_s_findings():
     """`cgtool lint` over the same scripts on the GPU: every marker, no error beyond them."""
-    r = cgtool_run("lint", *SCRIPTS, "--format", "json", "-j", "3", "--timeout", "400", timeout=900)
+    r = cgtool_run("lint", *SCRIPTS, "--format", "json", "-j", "4", "--timeout", "400", timeout=900)
     data = json.loads(r.stdout)
     for s in data["scripts"]:
         want = expected(s["path"] if os.path.isabs(s["path"]) else os.path.join(ROOT, s["path"]))
