@@ -1,6 +1,7 @@
 """Plain PyTorch's view of a compiled script, for the GPU tests (run in a fresh process: `python compiled_truth.py
 SCRIPT [STEPS]`): the script loaded as a module, setup once, the step called STEPS times with inputs(i), then what
-torch itself says: CUDA graphs captured (CUDAGraph.capture_begin calls), the graph breaks torch logs with their
+torch itself says: the CUDAGraph Trees' graphs (tree nodes), CUDA captures (CUDAGraph.capture_begin calls: the
+trees' manager makes one empty capture of its own for its memory pool), the graph breaks torch logs with their
 file:line (the `graph_breaks` artifact, as TORCH_LOGS=graph_breaks shows them), dynamo's graphs and its
 cudagraph skips. Prints one JSON line. No cgtool code runs here."""
 
@@ -15,7 +16,7 @@ import sys
 
 def main() -> None:
     path = os.path.abspath(sys.argv[1])
-    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 11
+    steps = int(sys.argv[2]) if len(sys.argv) > 2 else 14  # as many calls as cgtool makes: 3 + 8 + 3 profiled
     sys.path.insert(0, os.path.dirname(path))
     import logging
     import re

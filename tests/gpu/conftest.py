@@ -20,7 +20,7 @@ def work() -> str:
     return WORK
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def cgtool() -> Callable[..., subprocess.CompletedProcess]:
     return cgtool_run
 
