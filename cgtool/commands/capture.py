@@ -9,7 +9,7 @@ import tempfile
 
 import click
 
-from cgtool.commands.common import exit_code_for, make_job, run_with_progress, script_options
+from cgtool.commands.common import Number, exit_code_for, make_job, run_with_progress, script_options
 from cgtool.commands.distributed import nproc_option
 from cgtool.errors import CgtoolError, ExitCode
 
@@ -26,7 +26,7 @@ from cgtool.errors import CgtoolError, ExitCode
 @click.option("--cpu", "force_cpu", is_flag=True, help="Run the CPU analysis even when a GPU is present.")
 @click.option("--piecewise", is_flag=True, help="Also capture the step in pieces at its break points "
               "(torch.compile backend=\"cudagraphs\"): pieces, kernels in graphs, replay, speedup (docs/partial.md).")
-@click.option("--modules", "modules_depth", type=click.IntRange(min=0), default=None, metavar="DEPTH",
+@click.option("--modules", "modules_depth", type=Number("modules"), default=None, metavar="DEPTH",
               help="Also map which submodules (to DEPTH below the models in setup's state; the blocks of a "
               "ModuleList are listed below it) capture on their own, and time graphing them (docs/partial.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout instead of tables.")

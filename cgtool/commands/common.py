@@ -15,10 +15,29 @@ if TYPE_CHECKING:  # loaded when a command runs, not when the CLI starts
     from cgtool.worker.client import WorkerOutcome
 
 
+class Number(click.ParamType):
+    """A numeric option checked by model/limits.py (finite, in range): the same rule as `[tool.cgtool]`."""
+
+    def __init__(self, limit: str) -> None:
+        from cgtool.model.limits import LIMITS
+
+        self.limit = limit
+        self.name = "integer" if LIMITS[limit].whole else "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from cgtool.errors import CgtoolError
+        from cgtool.model.limits import check_number
+
+        try:
+            return check_number(value, self.limit, "it")
+        except CgtoolError as exc:
+            self.fail(exc.message, param, ctx)
+
+
 def script_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True,
+    fn = click.option("--timeout", type=Number("timeout"), default=600, show_default=True,
                       help="Seconds before the worker is stopped (a hang becomes a clear error).")(fn)
-    fn = click.option("--warmup", type=click.IntRange(min=1), default=3, show_default=True,
+    fn = click.option("--warmup", type=Number("warmup"), default=3, show_default=True,
                       help="Eager warmup iterations before capture.")(fn)
     fn = click.option("--entry", default=None, help="Function to capture instead of `step`.")(fn)
     fn = click.argument("target", metavar="SCRIPT[:FUNCTION]")(fn)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cgtool.commands.common import Number
 from cgtool.errors import CgtoolError, ExitCode
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def nproc_option(fn: Any) -> Any:
-    return click.option("--nproc-per-node", "nproc", type=click.IntRange(min=1), default=None, metavar="N",
+    return click.option("--nproc-per-node", "nproc", type=Number("nproc"), default=None, metavar="N",
                         help="Run the step on N ranks (one GPU each) through torch.distributed.run; every rank is "
                              "captured and the reports merged (docs/distributed.md). Under torchrun this is automatic.")(fn)
 

@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from cgtool.commands.common import Number
 from cgtool.model.lint_result import LINT_FORMATS
 
 
@@ -17,15 +18,15 @@ from cgtool.model.lint_result import LINT_FORMATS
 @click.option("--select", multiple=True, metavar="IDS", help="Only these rule ids or prefixes (CG1, CG201,CG302).")
 @click.option("--ignore", multiple=True, metavar="IDS", help="Leave out these rule ids or prefixes.")
 @click.option("--entry", default="step", show_default=True, help="The entry function scripts define.")
-@click.option("--warmup", type=click.IntRange(min=2), default=None, help="Traced warmup iterations, at least 2 [default: 3].")
-@click.option("--timeout", type=click.FloatRange(min=1), default=None, help="Seconds per script [default: 300].")
+@click.option("--warmup", type=Number("lint_warmup"), default=None, help="Traced warmup iterations, at least 2 [default: 3].")
+@click.option("--timeout", type=Number("timeout"), default=None, help="Seconds per script [default: 300].")
 @click.option("--cpu", "force_cpu", is_flag=True, help="Run the CPU analysis even when a GPU is present.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+@click.option("-j", "--jobs", type=Number("jobs"), default=None,
               help="Scripts analysed in parallel, each in its own worker process [default: one per CPU, "
                    "at most one per GiB of free memory and 8].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the output to a file (a device, FIFO or symlink's target is written in place).")
-@click.option("--nproc-per-node", "nproc", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--nproc-per-node", "nproc", type=Number("nproc"), default=None, metavar="N",
               help="Analyse each script on N ranks (torch.distributed.run) and add the cross-rank checks (CG6xx).")
 def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignore: tuple[str, ...], entry: str,
          warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int | None, output: str | None,

@@ -71,7 +71,7 @@ def run_job(job: Job, timeout: float | None = None,
         _reap(proc)
         if ended == "timeout":
             outcome.failure = "timeout"
-            outcome.message = (f"The worker ran past --timeout {timeout:g} s during the {outcome.phase or 'start-up'} "
+            outcome.message = (f"The worker ran past its time limit of {timeout:g} s (--timeout or [tool.cgtool] timeout) during the {outcome.phase or 'start-up'} "
                                "phase and was stopped. A step that hangs (a wait on a stream that never runs, a deadlock) "
                                "or a very slow warmup does this; raise --timeout if the step is just slow.")
         elif ended == "interrupted":

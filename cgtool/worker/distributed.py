@@ -70,7 +70,7 @@ def run_as_rank(job: Job, timeout: float,
             time.sleep(0.1)
         if proc.poll() is None:
             kill_tree(proc, set())
-            outcome.failure, outcome.message = "timeout", f"rank {rank} ran past --timeout {timeout:g} s and was killed"
+            outcome.failure, outcome.message = "timeout", f"rank {rank} ran past its time limit of {timeout:g} s (--timeout) and was killed"
     except KeyboardInterrupt:
         kill_tree(proc, set())
         outcome.failure, outcome.message = "interrupted", "Interrupted (Ctrl-C)"

@@ -159,7 +159,7 @@ def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
             if time.monotonic() - t0 > timeout:
                 kill_tree(proc, known)
                 outcome.failure = "timeout"
-                outcome.message = f"the ranks ran past --timeout {timeout:g} s; cgtool killed the launcher and every rank"
+                outcome.message = f"the ranks ran past their time limit of {timeout:g} s (--timeout); cgtool killed the launcher and every rank"
                 break
             time.sleep(0.1)
     except KeyboardInterrupt:
