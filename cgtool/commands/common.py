@@ -29,7 +29,7 @@ class Number(click.ParamType):
         from cgtool.model.limits import check_number
 
         try:
-            return check_number(value, self.limit, "it")
+            return check_number(value, self.limit, "it", from_text=True)
         except CgtoolError as exc:
             self.fail(exc.message, param, ctx)
 

@@ -206,7 +206,7 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
 
 def script_result(path: str, report: Report, opts: LintOptions) -> ScriptResult:
     """Turn a capture report into lint's per-script record (filtered and suppressed)."""
-    findings = filter_findings(report.findings, opts.select, opts.ignore)
+    findings = filter_findings(report.findings, opts.select, opts.ignore, files=[path])
     errors = []
     for e in report.errors:
         if report.status == CAPTURE_FAILED and e.phase == "capture":

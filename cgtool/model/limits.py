@@ -43,11 +43,11 @@ LIMITS: dict[str, Limit] = {
 }
 
 
-def check_number(value: Any, name: str, where: str) -> int | float:
-    """`value` (a number, or text from the command line) checked against LIMITS[name]; a CgtoolError (exit 2)
-    that names `where` (an option, or the config file and key) otherwise."""
+def check_number(value: Any, name: str, where: str, from_text: bool = False) -> int | float:
+    """`value` (a number; text too, `from_text`, for the command line) checked against LIMITS[name]; a
+    CgtoolError (exit 2) that names `where` (an option, or the config file and key) otherwise."""
     limit = LIMITS[name]
-    number = _parse(value, limit.whole)
+    number = None if isinstance(value, str) and not from_text else _parse(value, limit.whole)
     if number is None or not limit.low <= number <= limit.high:
         raise CgtoolError(f"{where} must be {limit.describe()}; got {_show(value)}", ExitCode.USAGE)
     return number
