@@ -96,9 +96,15 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
         raise CgtoolError(f"--plot takes a .svg or .png file, not {plot_path}", ExitCode.USAGE)
     from cgtool.render.files import check_writable
 
+    from cgtool.render.files import refuse_input
+    from cgtool.script.contract import parse_target
+
+    script = parse_target(target, entry)[0]
     for path, option in ((out_file, "--out"), (plot_path, "--plot")):
         if path:
             check_writable(path, option)
+            refuse_input(path, option, {script: "the script", **({baseline: "the --compare baseline"} if baseline else {}),
+                                        **({out_file: "the --out file"} if option == "--plot" and out_file else {})})
     if piecewise or modules_depth is not None:
         from cgtool.commands.bench_partial import bench_partial
 
@@ -173,9 +179,11 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
     else:
         render_bench(report, console(), comparison, quiet=quiet)  # shown first: a file problem loses nothing
     if out_file:
-        from cgtool.render.files import write_output
+        from cgtool.render.files import KEPT_NOTE, write_result
 
-        write_output(out_file, data)
+        failed = outcome.failure is not None or bool(report.errors) or not report.results
+        if not write_result(out_file, data, failed):  # a failed run never replaces a saved report (a baseline)
+            console(stderr=True).print(KEPT_NOTE.format(path=out_file), soft_wrap=True, markup=False)
     if plot_path and report.results:
         from cgtool.bench.plot import plot_sweep
         from cgtool.render.files import write_output

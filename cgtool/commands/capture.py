@@ -112,6 +112,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     else:
         render_report(report, console(), quiet=quiet)
     if write_error is not None:
-        raise CgtoolError(f"{write_error.message}. The report above was not saved; free space or pick another "
-                          "folder with --out DIR.", ExitCode.ENVIRONMENT)
+        advice = "free space or pick" if write_error.exit_code == ExitCode.ENVIRONMENT else "pick"
+        raise CgtoolError(f"{write_error.message.rstrip('.')}. The report above was not saved; {advice} another "
+                          "folder with --out DIR.", write_error.exit_code)
     sys.exit(exit_code_for(report, outcome))

@@ -51,6 +51,10 @@ def dot(file: str, output: str | None, as_json: bool, no_fold: bool, max_nodes: 
         raise click.UsageError("--fail-on-growth needs --diff B: it compares two graphs")
     if output and other:
         raise click.UsageError("-o draws one graph; use it without --diff")
+    if output:
+        from cgtool.render.files import refuse_input
+
+        refuse_input(output, "-o", {file: "the input graph"})
     graph = read_graph_file(file)
     if other is not None:
         _diff(file, summarize(graph), other, as_json, fail_on_growth)

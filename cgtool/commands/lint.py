@@ -61,6 +61,7 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
         from cgtool.render.files import check_writable
 
         check_writable(output, "--output")
+        _refuse_scripts_as_output(output, paths, entry)
     first = paths[0].rsplit(":", 1)[0] if not os.path.exists(paths[0]) else paths[0]
     # one configuration per run: the nearest [tool.cgtool] above the first path
     config = load_config(first if os.path.isdir(first) else os.path.dirname(os.path.abspath(first)))
@@ -82,6 +83,21 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     else:
         sys.stdout.write(text)
     sys.exit(result.exit_code)
+
+
+def _refuse_scripts_as_output(output: str, paths: tuple[str, ...], entry: str) -> None:
+    """-o must not name a script this run reads (lint would replace it with its report)."""
+    from cgtool.lint.run import find_scripts
+    from cgtool.render.files import refuse_input
+
+    if not os.path.isfile(output):
+        return
+    try:
+        scripts = find_scripts(paths, entry)
+    except Exception:  # noqa: BLE001 - a bad path is reported by the run itself, in its own words
+        scripts = []
+    given = [p for p in paths if os.path.isfile(p)]
+    refuse_input(output, "-o", {path: "a script" for path in [*given, *(s for s, _ in scripts)]})
 
 
 def _split(values: tuple[str, ...]) -> list[str]:
