@@ -52,6 +52,9 @@ def run(job: Job, nproc: int | None, timeout: float, show: bool) -> tuple[DistRe
             err.print(f"[dim]rank {rank} {event.get('t', 0):7.2f}s  {event['phase']}{detail}[/]", soft_wrap=True)
 
     if nproc:
+        from cgtool.worker.launch import check_nproc
+
+        check_nproc(nproc)
         return run_distributed(job, nproc, timeout, on_event)
     return run_as_rank(job, timeout, on_event)
 

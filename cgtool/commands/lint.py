@@ -57,6 +57,10 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     from cgtool.lint.filter import normalize_patterns
     from cgtool.lint.run import LintOptions, default_jobs, lint_paths
 
+    if nproc:
+        from cgtool.worker.launch import check_nproc
+
+        check_nproc(nproc)
     if output:
         from cgtool.render.files import check_writable
 

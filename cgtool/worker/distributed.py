@@ -5,6 +5,7 @@ own rank; the ranks' results merged into one DistReport."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -14,6 +15,7 @@ from typing import Any, Callable
 from cgtool.model.job import Job
 from cgtool.model.ranks import DistReport
 from cgtool.model.report import Report
+from cgtool.worker import lifetime
 from cgtool.worker.launch import EventTail, LaunchOutcome, kill_tree, launch_env, launch_ranks, rank_result
 from cgtool.worker.merge import merge
 
@@ -60,6 +62,7 @@ def run_as_rank(job: Job, timeout: float,
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
                             env=dict(launch_env(job), CGTOOL_RANK_CHILD="1"))
+    lifetime.started(proc.pid)
     tail = EventTail(os.path.join(run_dir, f"rank{rank}.events.jsonl"))
     outcome = LaunchOutcome([], cmd)
     try:
@@ -73,8 +76,9 @@ def run_as_rank(job: Job, timeout: float,
             outcome.failure, outcome.message = "timeout", f"rank {rank} ran past its time limit of {timeout:g} s (--timeout) and was killed"
     except KeyboardInterrupt:
         kill_tree(proc, set())
-        outcome.failure, outcome.message = "interrupted", "Interrupted (Ctrl-C)"
+        outcome.failure, outcome.message = "interrupted", f"Interrupted ({lifetime.stop_name()})"
     tail.poll()
+    lifetime.reaped(proc.pid)
     outcome.returncode = proc.returncode
     if rank != 0:
         outcome.ranks = [rank_result(rank, run_dir, tail.events, proc.returncode, outcome.failure)]
@@ -88,7 +92,9 @@ def run_as_rank(job: Job, timeout: float,
         t.poll()
     outcome.ranks = [rank_result(r, run_dir, tails[r].events, None, outcome.failure) for r in range(world)]
     outcome.wall_s = time.monotonic() - t0
-    return merge(job, outcome, job.settings), outcome
+    merged = merge(job, outcome, job.settings)
+    shutil.rmtree(run_dir, ignore_errors=True)  # every rank is done with it (rank 0 waited for them)
+    return merged, outcome
 
 
 def lint_report(job: Job, nproc: int, timeout: float) -> Report:
