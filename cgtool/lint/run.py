@@ -54,13 +54,20 @@ def find_scripts(paths: Sequence[str], entry: str) -> list[tuple[str, str]]:
         if os.path.isfile(path):
             found.append((path, own_entry if path != target else entry))
             continue
+        if not os.path.isdir(path):
+            raise CgtoolError(f"{path} is not a regular file (a FIFO, socket or device); give a Python script.",
+                              ExitCode.USAGE)
         for root, dirs, files in os.walk(path):
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
             for f in sorted(files):
                 full = os.path.join(root, f)
-                if f.endswith(".py") and f != "__init__.py" and defines_function(full, entry):
+                # a FIFO named x.py would block the read for good: only regular files are scripts
+                if f.endswith(".py") and f != "__init__.py" and os.path.isfile(full) and defines_function(full, entry):
                     found.append((full, entry))
-    return list(dict.fromkeys(found))
+    unique: dict[tuple[str, str], tuple[str, str]] = {}  # `a.py a.py ./a.py`: one script, checked once
+    for path, fn in found:
+        unique.setdefault((os.path.realpath(path), fn), (path, fn))
+    return list(unique.values())
 
 
 def default_jobs() -> int:
