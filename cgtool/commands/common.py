@@ -44,12 +44,24 @@ def script_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
+def check_cwd() -> None:
+    """The worker starts in this folder: a deleted one would make it die with a puzzling error."""
+    from cgtool.errors import CgtoolError
+
+    try:
+        os.getcwd()
+    except OSError:
+        raise CgtoolError("the current folder no longer exists (it was deleted or moved after the shell entered it); "
+                          "cd into an existing folder and run again.", ExitCode.ENVIRONMENT) from None
+
+
 def make_job(kind: str, target: str, entry: str | None, warmup: int, force_cpu: bool = False,
              settings: dict[str, Any] | None = None) -> Job:
     """Check the script exists and compiles (cheaply, in this process), then describe the job."""
     from cgtool.model.job import Job
     from cgtool.script.contract import compile_script, parse_target
 
+    check_cwd()
     path, entry = parse_target(target, entry)
     compile_script(path)  # fail here, before a worker starts, on a missing or invalid script
     return Job(kind, os.path.abspath(path), entry, {"warmup": warmup, **(settings or {})}, force_cpu)

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from cgtool.commands.common import Number
+from cgtool.commands.common import Number, check_cwd
 from cgtool.model.lint_result import LINT_FORMATS
 
 
@@ -57,6 +57,7 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     from cgtool.lint.filter import normalize_patterns
     from cgtool.lint.run import LintOptions, default_jobs, lint_paths
 
+    check_cwd()
     if nproc:
         from cgtool.worker.launch import check_nproc
 
