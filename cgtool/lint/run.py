@@ -204,7 +204,8 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
     if opts.nproc:
         from cgtool.worker.distributed import lint_report
 
-        return script_result(path, lint_report(job, opts.nproc, opts.timeout), opts)
+        report = lint_report(job, opts.nproc, opts.timeout, stop)
+        return None if report is None else script_result(path, report, opts)
     outcome = run_job(job, opts.timeout, stop=stop)
     if outcome.failure == "interrupted":
         return None

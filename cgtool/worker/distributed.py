@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, Callable
 
@@ -38,10 +39,11 @@ def dist_settings(settings: dict[str, Any], timeout: float, warmup_given: bool) 
 
 
 def run_distributed(job: Job, nproc: int, timeout: float,
-                    on_event: Callable[[int, dict[str, Any]], None] | None = None) -> tuple[DistReport, LaunchOutcome]:
+                    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+                    stop: threading.Event | None = None) -> tuple[DistReport, LaunchOutcome]:
     """`--nproc-per-node N`: N ranks through torch.distributed.run, merged."""
     with tempfile.TemporaryDirectory(prefix="cgtool-ranks-") as run_dir:
-        outcome = launch_ranks(job, nproc, timeout, run_dir, on_event)
+        outcome = launch_ranks(job, nproc, timeout, run_dir, on_event, stop)
         return merge(job, outcome, job.settings), outcome
 
 
@@ -97,14 +99,17 @@ def run_as_rank(job: Job, timeout: float,
     return merged, outcome
 
 
-def lint_report(job: Job, nproc: int, timeout: float) -> Report:
+def lint_report(job: Job, nproc: int, timeout: float, stop: threading.Event | None = None) -> Report | None:
     """`lint --nproc-per-node N`: one Report for the script: rank 0's (or the first rank's that has one), with
-    every finding of every rank and the cross-rank ones, and each failed rank's errors named by rank."""
+    every finding of every rank and the cross-rank ones, and each failed rank's errors named by rank. None
+    when Ctrl-C (SIGTERM, SIGHUP) or `stop` ended the ranks first."""
     from cgtool.model.report import WORKER_FAILED, ErrorRecord
 
     job = Job(job.kind, job.script, job.entry, dist_settings(job.settings, timeout, warmup_given=False),
               job.force_cpu, job.work_dir)
-    dist, _outcome = run_distributed(job, nproc, timeout)
+    dist, outcome = run_distributed(job, nproc, timeout, stop=stop)
+    if outcome.failure == "interrupted":
+        return None
     first = next((r.report for r in dist.ranks if r.report is not None), None)
     report = Report(job.script, job.entry, status=first.status if first else WORKER_FAILED,
                     device=first.device if first else "cpu")

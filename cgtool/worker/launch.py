@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -135,7 +136,8 @@ class EventTail:
 
 
 def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
-                 on_event: Callable[[int, dict[str, Any]], None] | None = None) -> LaunchOutcome:
+                 on_event: Callable[[int, dict[str, Any]], None] | None = None,
+                 stop: threading.Event | None = None) -> LaunchOutcome:
     """Run `job` on `nproc` ranks; never raises for the ranks' failures and never outlives `timeout`."""
     os.makedirs(run_dir, exist_ok=True)
     job_path = os.path.join(run_dir, "job.json")
@@ -171,6 +173,8 @@ def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
                 outcome.failure = "timeout"
                 outcome.message = f"the ranks ran past their time limit of {timeout:g} s (--timeout); cgtool killed the launcher and every rank"
                 break
+            if stop is not None and stop.is_set():  # lint's other thread got Ctrl-C (or SIGTERM)
+                raise KeyboardInterrupt
             time.sleep(0.1)
     except KeyboardInterrupt:
         kill_tree(proc, known)
