@@ -42,7 +42,8 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     On a CUDA machine: traced warmup, a real capture and replay-versus-eager per script.
     Without one: the CPU analysis (syncs, shapes, control flow, streams, RNG, host inputs); the
     rules that need a GPU are listed as skipped.
-    Suppress a finding with `# cgtool: ignore[CG101]` on its line. Defaults come from
+    Suppress a finding with `# cgtool: ignore[CG101]` on its line (a malformed comment or an
+    unknown id suppresses nothing and is itself a CG001 finding). Defaults come from
     [tool.cgtool] in the nearest pyproject.toml (select, ignore, format, warmup, timeout).
     Progress goes to stderr when it is a terminal. Ctrl-C stops the workers and prints the
     findings made so far, marked as interrupted.
@@ -51,7 +52,7 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     Exit codes: 0 no error-severity finding; 1 error findings or a script that could not be
     analysed; 2 usage error (bad option, missing path, no scripts found, bad [tool.cgtool]);
     3 environment problem (the -o file or stdout cannot be written); 130 interrupted (Ctrl-C),
-    after printing the findings made so far.
+    after printing the findings made so far (143 for SIGTERM, 129 for SIGHUP).
     """
     from cgtool.lint.config import load_config
     from cgtool.lint.filter import normalize_patterns
