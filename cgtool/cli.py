@@ -52,30 +52,36 @@ def main(argv: list[str] | None = None) -> Any:
     """Entry point: run the CLI, turning a CgtoolError into its message and exit code. A full, broken or
     closed stdout is such an error (exit 3, one line on stderr), whichever command was writing."""
     from cgtool.render.console import guard_stdout
+    from cgtool.worker import lifetime
 
     guard_stdout()
+    if argv is None:  # the cgtool process itself (not a test calling main in its own process)
+        lifetime.stop_on_signals()  # SIGTERM and SIGHUP stop the run as Ctrl-C does, report included
+        lifetime.become_subreaper()  # what a killed worker's script started comes back here to be ended
     try:
         code = cli.main(args=argv, prog_name="cgtool", standalone_mode=False)
         sys.stdout.flush()  # a full or closed stdout shows here, not as a traceback at exit
     except CgtoolError as exc:
         _exit_with(exc.message, exc.exit_code)
-    except click.exceptions.Abort:
-        _exit_with("Interrupted.", ExitCode.INTERRUPTED)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _exit_with(f"Interrupted ({lifetime.stop_name()}).", lifetime.stop_exit_status(ExitCode.INTERRUPTED))
     except click.ClickException as exc:
         exc.show()
         sys.exit(ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except SystemExit:  # a command's sys.exit(code): what it printed must still reach stdout, or say why not
+    except SystemExit as exc:  # a command's sys.exit(code): what it printed must still reach stdout, or say why not
         try:
             sys.stdout.flush()
-        except CgtoolError as exc:
-            _exit_with(exc.message, exc.exit_code)
+        except CgtoolError as err:
+            _exit_with(err.message, err.exit_code)
+        if exc.code == ExitCode.INTERRUPTED:  # stopped by SIGTERM or SIGHUP: 128 + its number, as shells say
+            sys.exit(lifetime.stop_exit_status(ExitCode.INTERRUPTED))
         raise
     sys.exit(code if isinstance(code, int) else ExitCode.OK)
 
 
-def _exit_with(message: str, code: ExitCode) -> None:
+def _exit_with(message: str, code: int) -> None:
     from cgtool.render.console import print_error, silence_stdout
 
     try:

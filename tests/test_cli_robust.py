@@ -141,7 +141,7 @@ def test_config_warmup_below_2_is_rejected_by_the_config_check(tmp_path):
     r = cgtool("lint", tmp_path / "s.py")
     assert r.returncode == 2
     line = one_error_line(r.stderr)
-    assert "[tool.cgtool] warmup must be a whole number of iterations >= 2" in line and "got 0" in line
+    assert "[tool.cgtool] warmup must be a whole number from 2 to 1,000 iterations" in line and "got 0" in line
 
 
 # Outputs that are not plain files: the destroyed /dev/null copies, FIFOs and symlinks.

@@ -74,10 +74,14 @@ def test_under_the_users_torchrun(tmp_path):
     import subprocess
     import sys
 
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
                         "-m", "cgtool", "capture", "--cpu", "--warmup", "2", "--timeout", "120", "-q",
                         os.path.join(DIST, "tensor_parallel.py")], cwd=tmp_path, capture_output=True, text=True,
-                       timeout=150, env=dict(os.environ, NO_COLOR="1"))
+                       timeout=150, env=dict(os.environ, NO_COLOR="1", TMPDIR=str(tmp)))
+    # the test's own torchrun (not cgtool's) keeps its torchelastic_* here, in tmp_path; cgtool leaves nothing
+    assert [n for n in os.listdir(tmp) if not n.startswith("torchelastic_")] == []
     data = json.loads((tmp_path / "cgtool-out" / "tensor_parallel" / "report.json").read_text())
     assert data["world_size"] == 2 and data["findings"] == [], r.stdout + r.stderr
     assert [rk["summary"]["collectives"] for rk in data["ranks"]] == [{"warmup": 2, "capture": 1}] * 2

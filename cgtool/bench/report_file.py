@@ -27,6 +27,8 @@ def read_bench_report(path: str | Path) -> BenchReport:
         raise CgtoolError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg}); is the file truncated?", ExitCode.USAGE) from None
     except RecursionError:
         raise CgtoolError(f"{p}: JSON nested too deeply to be a bench report", ExitCode.USAGE) from None
+    except ValueError:  # an integer of more than 4300 digits
+        raise CgtoolError(f"{p}: JSON with a number too long to read: not a bench report", ExitCode.USAGE) from None
     try:
         return BenchReport.from_json(data)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from cgtool.commands.common import script_options
+from cgtool.commands.common import Number, script_options
 from cgtool.commands.distributed import nproc_option
 
 
@@ -26,11 +26,11 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
 
 @click.command(name="bench", short_help="Careful eager-versus-replay timing, sweeps, CI gate (needs a GPU).")
 @script_options
-@click.option("--budget-s", type=click.FloatRange(min=0.5), default=10.0, show_default=True,
+@click.option("--budget-s", type=Number("budget_s"), default=10.0, show_default=True,
               help="Stop measuring after this many seconds per size, converged or not.")
-@click.option("--ci", "ci_pct", type=click.FloatRange(min=0.01, max=50), default=1.0, show_default=True,
+@click.option("--ci", "ci_pct", type=Number("ci"), default=1.0, show_default=True,
               help="Stop once the 95% CI of every median (and of its drift) is within ± this many percent.")
-@click.option("--iters", type=click.IntRange(min=1), default=None,
+@click.option("--iters", type=Number("iters"), default=None,
               help="Time exactly this many iterations per mode instead (no adaptive stopping).")
 @click.option("--l2-flush", is_flag=True, help="Flush the L2 cache before every timed iteration (cold-cache timing).")
 @click.option("--sizes", callback=_sizes, default=None, metavar="N,N,...",
@@ -39,11 +39,11 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
               help="Draw speedup and both times against size (.svg, or .png with matplotlib).")
 @click.option("--compare", "baseline", type=click.Path(dir_okay=False), default=None,
               help="A bench JSON (from --out) to compare with, size by size.")
-@click.option("--fail-if-slower", type=click.FloatRange(min=0), default=None, metavar="PCT",
+@click.option("--fail-if-slower", type=Number("fail_if_slower"), default=None, metavar="PCT",
               help="With --compare: exit 1 when replay got slower by more than PCT percent and the CI.")
 @click.option("--piecewise", is_flag=True, help="Time the step captured in pieces at its break points instead "
               "(torch.compile backend=\"cudagraphs\") against eager, carefully (docs/partial.md).")
-@click.option("--modules", "modules_depth", type=click.IntRange(min=0), default=None, metavar="DEPTH",
+@click.option("--modules", "modules_depth", type=Number("modules"), default=None, metavar="DEPTH",
               help="Time the step with its capturable submodules (to DEPTH) graphed instead (docs/partial.md).")
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the bench JSON here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the bench JSON on stdout instead of tables.")
@@ -98,9 +98,15 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
         raise CgtoolError(f"--plot takes a .svg or .png file, not {plot_path}", ExitCode.USAGE)
     from cgtool.render.files import check_writable
 
+    from cgtool.render.files import refuse_input
+    from cgtool.script.contract import parse_target
+
+    script = parse_target(target, entry)[0]
     for path, option in ((out_file, "--out"), (plot_path, "--plot")):
         if path:
             check_writable(path, option)
+            refuse_input(path, option, {script: "the script", **({baseline: "the --compare baseline"} if baseline else {}),
+                                        **({out_file: "the --out file"} if option == "--plot" and out_file else {})})
     if piecewise or modules_depth is not None:
         from cgtool.commands.bench_partial import bench_partial
 
@@ -175,9 +181,11 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
     else:
         render_bench(report, console(), comparison, quiet=quiet)  # shown first: a file problem loses nothing
     if out_file:
-        from cgtool.render.files import write_output
+        from cgtool.render.files import KEPT_NOTE, write_result
 
-        write_output(out_file, data)
+        failed = outcome.failure is not None or bool(report.errors) or not report.results
+        if not write_result(out_file, data, failed):  # a failed run never replaces a saved report (a baseline)
+            console(stderr=True).print(KEPT_NOTE.format(path=out_file), soft_wrap=True, markup=False)
     if plot_path and report.results:
         from cgtool.bench.plot import plot_sweep
         from cgtool.render.files import write_output

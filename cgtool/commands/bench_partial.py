@@ -39,9 +39,10 @@ def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, s
             render_modules(modules, out)
         render_errors([ErrorRecord.from_json(e) for e in d.get("errors", [])], out)
     if out_file:
-        from cgtool.render.files import write_output
+        from cgtool.render.files import KEPT_NOTE, write_result
 
-        write_output(out_file, data)
+        if not write_result(out_file, data, outcome.failure is not None or bool(d.get("errors"))):
+            console(stderr=True).print(KEPT_NOTE.format(path=out_file), soft_wrap=True, markup=False)
     if outcome.failure == "interrupted":
         sys.exit(ExitCode.INTERRUPTED)
     if outcome.failure is not None:

@@ -9,7 +9,7 @@ import tempfile
 
 import click
 
-from cgtool.commands.common import exit_code_for, make_job, run_with_progress, script_options
+from cgtool.commands.common import Number, exit_code_for, make_job, run_with_progress, script_options
 from cgtool.commands.distributed import nproc_option
 from cgtool.errors import CgtoolError, ExitCode
 
@@ -26,7 +26,7 @@ from cgtool.errors import CgtoolError, ExitCode
 @click.option("--cpu", "force_cpu", is_flag=True, help="Run the CPU analysis even when a GPU is present.")
 @click.option("--piecewise", is_flag=True, help="Also capture the step in pieces at its break points "
               "(torch.compile backend=\"cudagraphs\"): pieces, kernels in graphs, replay, speedup (docs/partial.md).")
-@click.option("--modules", "modules_depth", type=click.IntRange(min=0), default=None, metavar="DEPTH",
+@click.option("--modules", "modules_depth", type=Number("modules"), default=None, metavar="DEPTH",
               help="Also map which submodules (to DEPTH below the models in setup's state; the blocks of a "
               "ModuleList are listed below it) capture on their own, and time graphing them (docs/partial.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout instead of tables.")
@@ -73,7 +73,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     replay mismatch, error findings, the script raised); 2 usage or input error (missing file, syntax
     error, no entry function); 3 no CUDA device (the CPU analysis ran and found no error) or an
     environment problem (output folder or stdout not writable); 4 the worker crashed or timed out;
-    130 interrupted.
+    130 interrupted (143 SIGTERM, 129 SIGHUP: the report is still written).
 
     \b
     --nproc-per-node N: N ranks through torch.distributed.run, each captured on cuda:LOCAL_RANK (process
@@ -113,6 +113,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     else:
         render_report(report, console(), quiet=quiet)
     if write_error is not None:
-        raise CgtoolError(f"{write_error.message}. The report above was not saved; free space or pick another "
-                          "folder with --out DIR.", ExitCode.ENVIRONMENT)
+        advice = "free space or pick" if write_error.exit_code == ExitCode.ENVIRONMENT else "pick"
+        raise CgtoolError(f"{write_error.message.rstrip('.')}. The report above was not saved; {advice} another "
+                          "folder with --out DIR.", write_error.exit_code)
     sys.exit(exit_code_for(report, outcome))

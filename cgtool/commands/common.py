@@ -15,14 +15,44 @@ if TYPE_CHECKING:  # loaded when a command runs, not when the CLI starts
     from cgtool.worker.client import WorkerOutcome
 
 
+class Number(click.ParamType):
+    """A numeric option checked by model/limits.py (finite, in range): the same rule as `[tool.cgtool]`."""
+
+    def __init__(self, limit: str) -> None:
+        from cgtool.model.limits import LIMITS
+
+        self.limit = limit
+        self.name = "integer" if LIMITS[limit].whole else "float"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from cgtool.errors import CgtoolError
+        from cgtool.model.limits import check_number
+
+        try:
+            return check_number(value, self.limit, "it", from_text=True)
+        except CgtoolError as exc:
+            self.fail(exc.message, param, ctx)
+
+
 def script_options(fn: Callable[..., Any]) -> Callable[..., Any]:
-    fn = click.option("--timeout", type=click.FloatRange(min=1), default=600, show_default=True,
+    fn = click.option("--timeout", type=Number("timeout"), default=600, show_default=True,
                       help="Seconds before the worker is stopped (a hang becomes a clear error).")(fn)
-    fn = click.option("--warmup", type=click.IntRange(min=1), default=3, show_default=True,
+    fn = click.option("--warmup", type=Number("warmup"), default=3, show_default=True,
                       help="Eager warmup iterations before capture.")(fn)
     fn = click.option("--entry", default=None, help="Function to capture instead of `step`.")(fn)
     fn = click.argument("target", metavar="SCRIPT[:FUNCTION]")(fn)
     return fn
+
+
+def check_cwd() -> None:
+    """The worker starts in this folder: a deleted one would make it die with a puzzling error."""
+    from cgtool.errors import CgtoolError
+
+    try:
+        os.getcwd()
+    except OSError:
+        raise CgtoolError("the current folder no longer exists (it was deleted or moved after the shell entered it); "
+                          "cd into an existing folder and run again.", ExitCode.ENVIRONMENT) from None
 
 
 def make_job(kind: str, target: str, entry: str | None, warmup: int, force_cpu: bool = False,
@@ -31,6 +61,7 @@ def make_job(kind: str, target: str, entry: str | None, warmup: int, force_cpu: 
     from cgtool.model.job import Job
     from cgtool.script.contract import compile_script, parse_target
 
+    check_cwd()
     path, entry = parse_target(target, entry)
     compile_script(path)  # fail here, before a worker starts, on a missing or invalid script
     return Job(kind, os.path.abspath(path), entry, {"warmup": warmup, **(settings or {})}, force_cpu)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from cgtool.commands.common import Number
 from cgtool.errors import CgtoolError, ExitCode
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
 
 
 def nproc_option(fn: Any) -> Any:
-    return click.option("--nproc-per-node", "nproc", type=click.IntRange(min=1), default=None, metavar="N",
+    return click.option("--nproc-per-node", "nproc", type=Number("nproc"), default=None, metavar="N",
                         help="Run the step on N ranks (one GPU each) through torch.distributed.run; every rank is "
                              "captured and the reports merged (docs/distributed.md). Under torchrun this is automatic.")(fn)
 
@@ -62,6 +63,9 @@ def run(job: Job, nproc: int | None, timeout: float, show: bool) -> tuple[DistRe
             err.print(f"[dim]rank {rank} {event.get('t', 0):7.2f}s  {event['phase']}{detail}[/]", soft_wrap=True)
 
     if nproc:
+        from cgtool.worker.launch import check_nproc
+
+        check_nproc(nproc)
         return run_distributed(job, nproc, timeout, on_event)
     return run_as_rank(job, timeout, on_event)
 

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from cgtool.commands.common import Number
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.render.dot import DEFAULT_MAX_NODES
 
@@ -20,11 +21,11 @@ if TYPE_CHECKING:
 @click.option("-o", "--output", metavar="OUT", help="Draw the graph to OUT (.svg, .png, .pdf; .dot writes cgtool's DOT).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (or the comparison) as JSON.")
 @click.option("--no-fold", is_flag=True, help="Draw every node; do not fold repeated runs into one ×N block.")
-@click.option("--max-nodes", type=click.IntRange(min=1), default=DEFAULT_MAX_NODES, show_default=True, metavar="N",
+@click.option("--max-nodes", type=Number("max_nodes"), default=DEFAULT_MAX_NODES, show_default=True, metavar="N",
               help="Draw at most N nodes (after folding); a note says how many were left out.")
 @click.option("--diff", "other", metavar="B", type=click.Path(dir_okay=True, path_type=str),
               help="Compare FILE (before) with B (after): nodes by kind and kernel, edges, depth.")
-@click.option("--fail-on-growth", type=click.FloatRange(min=0), metavar="PCT",
+@click.option("--fail-on-growth", type=Number("fail_on_growth"), metavar="PCT",
               help="With --diff: exit 1 when B has more than PCT percent more nodes than FILE.")
 def dot(file: str, output: str | None, as_json: bool, no_fold: bool, max_nodes: int, other: str | None,
         fail_on_growth: float | None) -> None:
@@ -50,6 +51,10 @@ def dot(file: str, output: str | None, as_json: bool, no_fold: bool, max_nodes: 
         raise click.UsageError("--fail-on-growth needs --diff B: it compares two graphs")
     if output and other:
         raise click.UsageError("-o draws one graph; use it without --diff")
+    if output:
+        from cgtool.render.files import refuse_input
+
+        refuse_input(output, "-o", {file: "the input graph"})
     graph = read_graph_file(file)
     if other is not None:
         _diff(file, summarize(graph), other, as_json, fail_on_growth)

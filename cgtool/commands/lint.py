@@ -7,6 +7,7 @@ import sys
 
 import click
 
+from cgtool.commands.common import Number, check_cwd
 from cgtool.model.lint_result import LINT_FORMATS
 
 
@@ -17,15 +18,15 @@ from cgtool.model.lint_result import LINT_FORMATS
 @click.option("--select", multiple=True, metavar="IDS", help="Only these rule ids or prefixes (CG1, CG201,CG302).")
 @click.option("--ignore", multiple=True, metavar="IDS", help="Leave out these rule ids or prefixes.")
 @click.option("--entry", default="step", show_default=True, help="The entry function scripts define.")
-@click.option("--warmup", type=click.IntRange(min=2), default=None, help="Traced warmup iterations, at least 2 [default: 3].")
-@click.option("--timeout", type=click.FloatRange(min=1), default=None, help="Seconds per script [default: 300].")
+@click.option("--warmup", type=Number("lint_warmup"), default=None, help="Traced warmup iterations, at least 2 [default: 3].")
+@click.option("--timeout", type=Number("timeout"), default=None, help="Seconds per script [default: 300].")
 @click.option("--cpu", "force_cpu", is_flag=True, help="Run the CPU analysis even when a GPU is present.")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None,
+@click.option("-j", "--jobs", type=Number("jobs"), default=None,
               help="Scripts analysed in parallel, each in its own worker process [default: one per CPU, "
                    "at most one per GiB of free memory and 8].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
               help="Write the output to a file (a device, FIFO or symlink's target is written in place).")
-@click.option("--nproc-per-node", "nproc", type=click.IntRange(min=1), default=None, metavar="N",
+@click.option("--nproc-per-node", "nproc", type=Number("nproc"), default=None, metavar="N",
               help="Analyse each script on N ranks (torch.distributed.run) and add the cross-rank checks (CG6xx).")
 def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignore: tuple[str, ...], entry: str,
          warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int | None, output: str | None,
@@ -41,7 +42,8 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     On a CUDA machine: traced warmup, a real capture and replay-versus-eager per script.
     Without one: the CPU analysis (syncs, shapes, control flow, streams, RNG, host inputs); the
     rules that need a GPU are listed as skipped.
-    Suppress a finding with `# cgtool: ignore[CG101]` on its line. Defaults come from
+    Suppress a finding with `# cgtool: ignore[CG101]` on its line (a malformed comment or an
+    unknown id suppresses nothing and is itself a CG001 finding). Defaults come from
     [tool.cgtool] in the nearest pyproject.toml (select, ignore, format, warmup, timeout).
     Progress goes to stderr when it is a terminal. Ctrl-C stops the workers and prints the
     findings made so far, marked as interrupted.
@@ -50,16 +52,22 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     Exit codes: 0 no error-severity finding; 1 error findings or a script that could not be
     analysed; 2 usage error (bad option, missing path, no scripts found, bad [tool.cgtool]);
     3 environment problem (the -o file or stdout cannot be written); 130 interrupted (Ctrl-C),
-    after printing the findings made so far.
+    after printing the findings made so far (143 for SIGTERM, 129 for SIGHUP).
     """
     from cgtool.lint.config import load_config
     from cgtool.lint.filter import normalize_patterns
     from cgtool.lint.run import LintOptions, default_jobs, lint_paths
 
+    check_cwd()
+    if nproc:
+        from cgtool.worker.launch import check_nproc
+
+        check_nproc(nproc)
     if output:
         from cgtool.render.files import check_writable
 
         check_writable(output, "--output")
+        _refuse_scripts_as_output(output, paths, entry)
     first = paths[0].rsplit(":", 1)[0] if not os.path.exists(paths[0]) else paths[0]
     # one configuration per run: the nearest [tool.cgtool] above the first path
     config = load_config(first if os.path.isdir(first) else os.path.dirname(os.path.abspath(first)))
@@ -81,6 +89,21 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     else:
         sys.stdout.write(text)
     sys.exit(result.exit_code)
+
+
+def _refuse_scripts_as_output(output: str, paths: tuple[str, ...], entry: str) -> None:
+    """-o must not name a script this run reads (lint would replace it with its report)."""
+    from cgtool.lint.run import find_scripts
+    from cgtool.render.files import refuse_input
+
+    if not os.path.isfile(output):
+        return
+    try:
+        scripts = find_scripts(paths, entry)
+    except Exception:  # noqa: BLE001 - a bad path is reported by the run itself, in its own words
+        scripts = []
+    given = [p for p in paths if os.path.isfile(p)]
+    refuse_input(output, "-o", {path: "a script" for path in [*given, *(s for s, _ in scripts)]})
 
 
 def _split(values: tuple[str, ...]) -> list[str]:

@@ -44,7 +44,7 @@ def _read_text(path: str) -> str:
         raise CgtoolError(f"{path} is a folder: give a report.json, graph.dot or driver DOT file", ExitCode.USAGE) from None
     except OSError as exc:
         raise CgtoolError(f"Cannot read {path}: {exc.strerror or exc}", ExitCode.USAGE) from None
-    for bom, encoding in _BOMS:  # a file saved as UTF-16 or UTF-32 by an editor says so in its first bytes
+    for bom, encoding in _BOMS:  # a file saved as UTF-8 (with a BOM), UTF-16 or UTF-32 by an editor says so in its first bytes
         if data.startswith(bom):
             data = data[len(bom):].decode(encoding, errors="replace").encode("utf-8")
             break
@@ -55,7 +55,7 @@ def _read_text(path: str) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF16_LE, "utf-16-le"),
+_BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"), (codecs.BOM_UTF16_LE, "utf-16-le"),
          (codecs.BOM_UTF16_BE, "utf-16-be"))
 
 
@@ -66,6 +66,9 @@ def _from_json(text: str, path: str) -> Graph:
         raise CgtoolError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); is the file truncated?", ExitCode.USAGE) from None
     except RecursionError:
         raise CgtoolError(f"{path}: JSON nested too deeply to be a cgtool report or graph", ExitCode.USAGE) from None
+    except ValueError:  # an integer of more than 4300 digits (Python's int_max_str_digits)
+        raise CgtoolError(f"{path}: JSON with a number too long to read: not a cgtool report or graph",
+                          ExitCode.USAGE) from None
     if not isinstance(data, dict):
         raise CgtoolError(f"{path}: JSON, but not a cgtool report or graph", ExitCode.USAGE)
     if "schema" in data and "graph" in data:  # a report.json: only its graph is read here

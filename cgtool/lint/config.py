@@ -1,7 +1,8 @@
 """Lint defaults from `[tool.cgtool]` in the nearest pyproject.toml that has one, validated.
 
 Keys: select, ignore (lists of rule ids or prefixes), format (text|json|sarif|github|junit),
-warmup (traced iterations, an integer >= MIN_WARMUP), timeout (seconds, a number > 0). Command-line options win.
+warmup (traced iterations) and timeout (seconds), in the ranges of
+cgtool/model/limits.py that the command-line options use. Command-line options win.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.lint.filter import normalize_patterns
+from cgtool.model.limits import check_number
 from cgtool.model.lint_result import LINT_FORMATS
 
 KEYS = ("select", "ignore", "format", "warmup", "timeout")
@@ -125,19 +127,12 @@ def _format(table: dict[str, Any], where: str) -> str | None:
 
 def _warmup(table: dict[str, Any], where: str) -> int | None:
     value = table.get("warmup")
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < MIN_WARMUP):
-        raise CgtoolError(f"{where} warmup must be a whole number of iterations >= {MIN_WARMUP} (lint compares "
-                          f"iterations); got {_show(value)}", ExitCode.USAGE)
-    return value
+    return None if value is None else int(check_number(value, "lint_warmup", f"{where} warmup"))
 
 
 def _timeout(table: dict[str, Any], where: str) -> float | None:
     value = table.get("timeout")
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise CgtoolError(f"{where} timeout must be a number of seconds > 0; got {_show(value)}", ExitCode.USAGE)
-    return float(value)
+    return None if value is None else float(check_number(value, "timeout", f"{where} timeout"))
 
 
 def _show(value: Any) -> str:

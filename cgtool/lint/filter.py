@@ -13,7 +13,12 @@ from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.finding import Finding
 from cgtool.model.rules import RULES
 
-_DIRECTIVE = re.compile(r"cgtool:\s*ignore\b(\[(?P<ids>[^\]]*)\])?", re.IGNORECASE)
+# A comment that starts a suppression: `cgtool:` then `ignore` (any case). Only the two exact forms below
+# suppress; anything else after it (a missing `]`, an empty list, `ignore CG101`, text glued to `]`) is malformed,
+# suppresses nothing and is itself a CG001 finding (malformed_suppressions), like ruff's RUF100.
+_START = re.compile(r"cgtool\s*:\s*ignore", re.IGNORECASE)
+_DIRECTIVE = re.compile(r"cgtool\s*:\s*ignore(?:\[(?P<ids>\s*[A-Za-z0-9]+\s*(?:,\s*[A-Za-z0-9]+\s*)*,?\s*)\]"
+                        r"(?:\s.*)?|\s*(?:#.*)?)$", re.IGNORECASE)  # a reason may follow `]` after a space
 
 
 def normalize_patterns(patterns: Iterable[str], where: str) -> tuple[str, ...]:
@@ -67,17 +72,49 @@ def _comment(line: str) -> str | None:
 
 def parse_suppression(line: str) -> tuple[str, ...] | None:
     """The rule patterns a `# cgtool: ignore[...]` comment on `line` names; () for a bare
-    `# cgtool: ignore` (every rule); None when the line has no such comment."""
+    `# cgtool: ignore` (every rule); None when the line has no such comment or a malformed one."""
     comment = _comment(line)
     if comment is None:
         return None
-    m = _DIRECTIVE.search(comment)
-    if m is None:
+    start = _START.search(comment)
+    if start is None:
         return None
+    m = _DIRECTIVE.match(comment, start.start())
+    if m is None:
+        return None  # malformed: suppresses nothing (and is a CG001 finding)
     if m.group("ids") is None:
         return ()
-    ids = tuple(p.strip().upper() for p in m.group("ids").split(",") if p.strip())
-    return ids or None  # "ignore[]" names nothing, so it suppresses nothing
+    return tuple(p.strip().upper() for p in m.group("ids").split(",") if p.strip())
+
+
+def suppression_problem(line: str) -> str | None:
+    """Why the `# cgtool: ignore` comment on `line` is malformed or names an unknown rule; None when it is
+    well formed or the line has none."""
+    comment = _comment(line)
+    start = None if comment is None else _START.search(comment)
+    if start is None:
+        return None
+    text = comment[start.start():].strip()
+    if parse_suppression(line) is None:
+        return (f"malformed suppression comment `{text[:80]}`: it suppresses nothing; write "
+                "`# cgtool: ignore[CG101]`, `# cgtool: ignore[CG101,CG302]` or `# cgtool: ignore`")
+    unknown = [p for p in parse_suppression(line) or () if not any(r.id.startswith(p) for r in RULES)]
+    if unknown:
+        return (f"suppression comment names unknown rule id {', '.join(unknown)}: it suppresses nothing for "
+                f"{'it' if len(unknown) == 1 else 'them'} (see docs/rules.md)")
+    return None
+
+
+def suppression_findings(path: str, lines: Sequence[str]) -> list[Finding]:
+    """A CG001 finding for each malformed `# cgtool: ignore` comment, or one naming an unknown rule, in a file."""
+    from cgtool.model.rules import finding
+
+    out = []
+    for number, line in enumerate(lines, start=1):
+        problem = suppression_problem(line)
+        if problem is not None:
+            out.append(finding("CG001", problem, file=path, line=number, source=line.strip()))
+    return out
 
 
 def is_suppressed(finding: Finding, source_lines: Sequence[str] | None = None) -> bool:
@@ -96,6 +133,8 @@ def is_suppressed(finding: Finding, source_lines: Sequence[str] | None = None) -
     patterns = parse_suppression(line)
     if patterns is None:
         return False
+    if finding.rule == "CG001":
+        return False  # a broken suppression cannot hide itself
     return patterns == () or _matches(finding.rule, patterns)
 
 
@@ -125,6 +164,13 @@ def remove_suppressed(findings: Iterable[Finding],
 
 
 def filter_findings(findings: Iterable[Finding], select: Sequence[str] = (), ignore: Sequence[str] = (),
-                    read_lines: Callable[[str], Sequence[str]] = read_source_lines) -> list[Finding]:
-    """select_findings, then remove_suppressed: what lint reports."""
+                    read_lines: Callable[[str], Sequence[str]] = read_source_lines,
+                    files: Sequence[str] = ()) -> list[Finding]:
+    """What lint reports: the findings, plus CG001 for the bad suppression comments in `files` and in the
+    files the findings point at, selected by `select`/`ignore`, then without those a comment suppresses."""
+    findings = list(findings)
+    paths = dict.fromkeys([*files, *(f.file for f in findings if f.file is not None)])
+    for path in paths:
+        findings += [f for f in suppression_findings(path, read_lines(path))
+                     if (f.file, f.line, f.rule) not in {(g.file, g.line, g.rule) for g in findings}]
     return remove_suppressed(select_findings(findings, select, ignore), read_lines)

@@ -57,13 +57,20 @@ def find_scripts(paths: Sequence[str], entry: str) -> list[tuple[str, str]]:
         if os.path.isfile(path):
             found.append((path, own_entry if path != target else entry))
             continue
+        if not os.path.isdir(path):
+            raise CgtoolError(f"{path} is not a regular file (a FIFO, socket or device); give a Python script.",
+                              ExitCode.USAGE)
         for root, dirs, files in os.walk(path):
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
             for f in sorted(files):
                 full = os.path.join(root, f)
-                if f.endswith(".py") and f != "__init__.py" and defines_function(full, entry):
+                # a FIFO named x.py would block the read for good: only regular files are scripts
+                if f.endswith(".py") and f != "__init__.py" and os.path.isfile(full) and defines_function(full, entry):
                     found.append((full, entry))
-    return list(dict.fromkeys(found))
+    unique: dict[tuple[str, str], tuple[str, str]] = {}  # `a.py a.py ./a.py`: one script, checked once
+    for path, fn in found:
+        unique.setdefault((os.path.realpath(path), fn), (path, fn))
+    return list(unique.values())
 
 
 def default_jobs() -> int:
@@ -201,7 +208,8 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
     if opts.nproc or world_of_one:  # a script written for ranks runs as a world of one in a plain lint
         from cgtool.worker.distributed import lint_report
 
-        return script_result(path, lint_report(job, opts.nproc or 1, opts.timeout), opts, world_of_one)
+        report = lint_report(job, opts.nproc or 1, opts.timeout, stop)
+        return None if report is None else script_result(path, report, opts, world_of_one)
     outcome = run_job(job, opts.timeout, stop=stop)
     if outcome.failure == "interrupted":
         return None
@@ -211,7 +219,7 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
 def script_result(path: str, report: Report, opts: LintOptions, world_of_one: bool = False) -> ScriptResult:
     """Turn a capture report into lint's per-script record (filtered and suppressed). `world_of_one`: a script
     written for ranks ran as one rank; the cross-rank rules are listed as not checked."""
-    findings = filter_findings(report.findings, opts.select, opts.ignore)
+    findings = filter_findings(report.findings, opts.select, opts.ignore, files=[path])
     errors = []
     for e in report.errors:
         if report.status == CAPTURE_FAILED and e.phase == "capture":

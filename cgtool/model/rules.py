@@ -29,6 +29,8 @@ CAPTURE_FAILS = "capture-fails"
 REPLAY_DIFFERS = "replay-differs"  # the capture may succeed, but replay does not compute what eager does
 
 RULES: tuple[Rule, ...] = (
+    Rule("CG001", "suppression", "error", "a `# cgtool: ignore` comment is malformed or names an unknown rule: it suppresses nothing",
+         "Write `# cgtool: ignore[CG101]` (ids from docs/rules.md, comma-separated) or a bare `# cgtool: ignore`."),
     Rule("CG101", "sync", "error", "host reads a GPU value (.item(), bool(tensor), print(tensor), if tensor:)",
          "Keep the value on the GPU (torch.where, masking, clamp) or move the read out of the captured step.", predicts=CAPTURE_FAILS),
     Rule("CG102", "sync", "error", "output size depends on the data (nonzero, boolean-mask indexing, masked_select, unique)",

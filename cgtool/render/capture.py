@@ -6,7 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cgtool.model.report import CAPTURE_FAILED, CAPTURED, COMPILED, CPU_ONLY, CPU_SKIPPED, WORKER_FAILED, Report
+from cgtool.model.report import (CAPTURE_FAILED, CAPTURED, COMPILED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, WORKER_FAILED,
+                                 Report)
 from cgtool.render.units import fmt_us
 
 
@@ -22,12 +23,18 @@ def verdict_line(report: Report) -> str:
             before = "torch.compile without CUDA graphs"
         return (f"{before} {fmt_us(t.eager_us)} → replay {fmt_us(t.replay_us)} per iteration: "
                 f"{t.speedup:.1f}× faster")
+    if report.status == SCRIPT_ERROR or report.status not in (CAPTURED, CAPTURE_FAILED, CPU_ONLY, WORKER_FAILED):
+        phase = report.errors[0].phase if report.errors else ""
+        return {"load": "the script could not be loaded: nothing ran",
+                "setup": "setup() raised: the step never ran, nothing was captured",
+                "inputs": "inputs() raised: nothing was captured"}.get(
+            phase, f"the step raised{f' during {phase}' if phase else ''}: nothing was captured")
     return {
         CAPTURED: "captured (timing skipped)",
         CAPTURE_FAILED: "capture failed",
         CPU_ONLY: "no CUDA device: the CPU analysis ran; capture, graph, replay check and speedup need a GPU",
         WORKER_FAILED: "the worker did not finish",
-    }.get(report.status, "the script did not run")
+    }[report.status]
 
 
 def render_report(report: Report, out: Console, quiet: bool = False) -> None:

@@ -1,14 +1,64 @@
 """Shared rich console setup: respects NO_COLOR and non-TTY output; errors go to stderr; a full or closed
-stdout becomes one CgtoolError (exit 3) instead of a traceback."""
+stdout becomes one CgtoolError (exit 3) instead of a traceback; control characters from scripts and DOT files
+are shown escaped (never sent to a terminal raw); a stdout that cannot encode a character gets an ASCII
+stand-in instead of a UnicodeEncodeError."""
 
 from __future__ import annotations
 
+import codecs
 import io
 import os
+import re
 import sys
+from collections.abc import Iterable
+from typing import Any
 
 from rich.console import Console
+from rich.segment import Segment
 from rich.text import Text
+
+# C0 controls but newline and tab, DEL and C1 controls (ESC [ 2 J clears a screen, OSC sequences set titles)
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with every control character but newline and tab written as a visible escape (\\x1b)."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class SafeConsole(Console):
+    """A rich Console whose printed text never carries a control character: rich's own styles still colour
+    the output (they are added after rendering), but the text of a kernel name or a message is escaped."""
+
+    def render(self, renderable: Any, options: Any = None) -> Iterable[Segment]:
+        for seg in super().render(renderable, options):
+            if seg.control or not _CONTROLS.search(seg.text):
+                yield seg
+            else:
+                yield Segment(escape_controls(seg.text), seg.style, seg.control)
+
+
+# What a stdout or stderr that cannot encode a character (PYTHONIOENCODING=ascii, LANG=C) writes instead.
+_ASCII = {"·": ".", "×": "x", "→": "->", "←": "<-", "±": "+/-", "…": "...", "—": "-", "–": "-", "≥": ">=",
+          "≤": "<=", "µ": "u", "✓": "v", "✗": "x", "•": "*", "−": "-", "≈": "~", "Δ": "d", "│": "|", "─": "-",
+          "━": "-", "┃": "|", "█": "#", "°": "deg", "’": "'", "‘": "'", "“": '"', "”": '"'}
+
+
+def _ascii_stand_in(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return "".join(_ASCII.get(c, "?") for c in exc.object[exc.start:exc.end]), exc.end
+
+
+codecs.register_error("cgtool-ascii", _ascii_stand_in)
+
+
+def _encodes_all(encoding: str | None) -> bool:
+    try:
+        "·→…✓".encode(encoding or "ascii")
+        return True
+    except (UnicodeError, LookupError):
+        return False
 
 from cgtool.errors import CgtoolError, ExitCode
 
@@ -22,9 +72,9 @@ def console(stderr: bool = False) -> Console:
     """The process's rich Console for stdout (or stderr); no colour when NO_COLOR is set; not a terminal:
     no wrapping (long kernel names stay on one line)."""
     if stderr not in _consoles:
-        out = Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+        out = SafeConsole(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
         if not out.is_terminal:
-            out = Console(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False,
+            out = SafeConsole(stderr=stderr, no_color=bool(os.environ.get("NO_COLOR")), highlight=False,
                           width=UNWRAPPED_WIDTH, soft_wrap=True)
         _consoles[stderr] = out
     return _consoles[stderr]
@@ -70,6 +120,9 @@ def stdout_error(exc: OSError) -> CgtoolError:
 def guard_stdout() -> None:
     """Make the process's stdout report a full, broken or closed stream as a CgtoolError. Only the real
     stdout is replaced (a test's captured stream is left alone)."""
+    err = sys.stderr
+    if err is sys.__stderr__ and isinstance(err, io.TextIOWrapper) and not _encodes_all(err.encoding):
+        err.reconfigure(errors="cgtool-ascii")
     out = sys.stdout
     if out is None:
         sys.stdout = _ClosedStdout()
@@ -80,7 +133,8 @@ def guard_stdout() -> None:
         out.flush()
     except OSError:
         pass
-    sys.stdout = _GuardedStdout(out.buffer, encoding=out.encoding, errors=out.errors,
+    errors = out.errors if _encodes_all(out.encoding) else "cgtool-ascii"
+    sys.stdout = _GuardedStdout(out.buffer, encoding=out.encoding, errors=errors,
                                 line_buffering=out.line_buffering, write_through=out.write_through)
 
 

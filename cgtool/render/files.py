@@ -43,6 +43,18 @@ def write_output(path: str, data: str | bytes) -> str:
     return real
 
 
+def write_result(path: str, data: str | bytes, failed: bool) -> bool:
+    """write_output, except that a failed run never replaces an existing file (a saved report, a CI baseline):
+    False when the file was kept as it was (the caller says so); a new path is written either way."""
+    if failed and _stat(path) is not None:
+        return False
+    write_output(path, data)
+    return True
+
+
+KEPT_NOTE = "{path} was kept as it was: this run failed, and its output would replace a saved one."
+
+
 def check_writable(path: str, option: str) -> None:
     """Fail before any work when `path` cannot be written: a read-only file, device or FIFO, or a folder
     that is missing or read-only for a new file."""
@@ -59,6 +71,22 @@ def check_writable(path: str, option: str) -> None:
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         raise CgtoolError(f"Cannot write {option} {path}: the folder {folder} does not exist or is not writable.",
                           ExitCode.ENVIRONMENT)
+
+
+def refuse_input(path: str, option: str, inputs: dict[str, str]) -> None:
+    """CgtoolError (exit 2) when the output `path` is one of the run's inputs ({path: what it is}): writing it
+    would destroy what the run reads. Compared by file identity, so links and `./a` spellings are caught."""
+    st = _stat(path)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return
+    for other, what in inputs.items():
+        try:
+            same = os.path.samefile(path, other)
+        except OSError:
+            continue
+        if same:
+            raise CgtoolError(f"{option} {path} is {what} of this run; writing it would destroy it. "
+                              f"Give {option} another file.", ExitCode.USAGE)
 
 
 def _stat(path: str) -> os.stat_result | None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Console
 from rich.text import Text
 
 from cgtool.model.finding import Finding
 from cgtool.model.lint_result import LintResult
 from cgtool.model.rules import RULE_BY_ID, WORLD_OF_ONE
+from cgtool.render.console import SafeConsole
 
 COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
 SEVERITY_WORDS = {"error": "error", "warning": "warning", "info": "note"}  # as compilers print them
@@ -54,7 +54,7 @@ def finding_text(f: Finding, path: str) -> Text:
 def render_text(result: LintResult, *, color: bool = False, width: int = 100) -> str:
     """The lint result as text for a terminal or a CI log; ANSI colour only when `color`."""
     buf = io.StringIO()
-    out = Console(file=buf, force_terminal=color, no_color=not color, color_system="standard" if color else None,
+    out = SafeConsole(file=buf, force_terminal=color, no_color=not color, color_system="standard" if color else None,
                   width=width, highlight=False, emoji=False)
     for script in result.scripts:
         for f in script.findings:  # a finding without a file belongs to the script it came from

@@ -124,6 +124,8 @@ def compile_script(path: str) -> Any:
         raise CgtoolError(f"No such file: {path}")
     if os.path.isdir(path):
         raise CgtoolError(f"{path} is a folder; give a Python script (cgtool lint accepts folders).")
+    if not os.path.isfile(path):  # a FIFO would block the read for good, a device never ends
+        raise CgtoolError(f"{path} is not a regular file (a FIFO, socket or device); give a Python script.")
     try:
         with open(path, "rb") as fh:
             return compile(fh.read(), path, "exec")
@@ -178,6 +180,13 @@ def load_script(path: str, entry: str = "step") -> Script:
     for label, fn in (("setup", setup), ("inputs", inputs)):
         if fn is not None and not callable(fn):
             raise CgtoolError(f"{path}: `{label}` is not a function.\n\n{CONTRACT}")
+    import inspect
+
+    for label, fn in ((entry, step), ("setup", setup), ("inputs", inputs)):
+        if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
+            raise CgtoolError(f"{path}: `{label}` is `async def`; cgtool calls it as a plain function, so its body "
+                              f"would never run. Make it a plain `def` (a CUDA graph captures synchronous work)."
+                              f"\n\n{CONTRACT}")
     return Script(path, entry, step, setup, inputs, module)
 
 

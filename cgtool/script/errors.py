@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from cgtool.errors import CgtoolError, ExitCode
+from cgtool.model.frame import Frame
 from cgtool.model.report import ErrorRecord
 from cgtool.script.frames import user_frames_of_traceback
 
@@ -33,7 +34,39 @@ _CUDA_ERRORS = (
 
 
 
+MAX_MESSAGE_CHARS = 2000  # a 10 MB message raised by a step is shown this long, with a count of the rest
+REPEATS_KEPT = 3  # of a frame repeated in a row (a RecursionError): the first two, a count, the last
+
+
+def shorten(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    """`text`, cut to `limit` characters with a count of what was left out."""
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text) - limit:,} more characters)"
+
+
+def collapse_frames(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
+    """Runs of one frame repeated in a row (a recursion) kept as its first two, a count, and the last."""
+    out: list[Frame] = []
+    i = 0
+    while i < len(frames):
+        j = i
+        while j < len(frames) and frames[j] == frames[i]:
+            j += 1
+        if j - i > REPEATS_KEPT:
+            f = frames[i]
+            out += [f, f, Frame(f.file, f.line, f"[the frame above repeated {j - i - REPEATS_KEPT:,} more times]"), f]
+        else:
+            out += frames[i:j]
+        i = j
+    return tuple(out)
+
+
 def error_record(phase: str, exc: BaseException) -> ErrorRecord:
+    """The record of an exception (error_record_of), its message shortened and repeated frames counted."""
+    r = error_record_of(phase, exc)
+    return ErrorRecord(r.phase, r.type, shorten(r.message), collapse_frames(r.frames), r.cuda_error)
+
+
+def error_record_of(phase: str, exc: BaseException) -> ErrorRecord:
     """The record of an exception raised while cgtool called the script. A broken script contract that
     cgtool noticed while calling it (a CgtoolError, e.g. setup and inputs both returning `x`) is a
     usage error (exit 2), not the script's exception; one about the machine is an environment error (exit 3)."""
@@ -48,7 +81,7 @@ def error_record(phase: str, exc: BaseException) -> ErrorRecord:
                            user_frames_of_traceback(exc.__traceback__))
     text = str(exc).strip()
     return ErrorRecord(phase, type(exc).__name__, text.splitlines()[0] if text else type(exc).__name__,
-                       user_frames_of_traceback(exc.__traceback__), cuda_error_name(text))
+                       user_frames_of_traceback(exc.__traceback__), cuda_error_name(text[:100_000]))
 
 
 def cuda_error_name(text: str) -> str | None:

@@ -12,12 +12,11 @@ import json
 import os
 import signal
 import sys
-import threading
-import time
 from typing import Any
 
 from cgtool.model.job import Job
 from cgtool.model.phase_log import PhaseLog
+from cgtool.worker.lifetime import end_with_parent, kill_descendants
 
 
 def pipe_writer(fd: int):  # noqa: ANN201 - a callable for PhaseLog
@@ -35,36 +34,27 @@ def pipe_writer(fd: int):  # noqa: ANN201 - a callable for PhaseLog
 
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    _end_with_the_parent()
     job_path, result_path, fd = argv[0], argv[1], int(argv[2])
     with open(job_path) as fh:
         job = Job.from_json(json.load(fh))
+    # cgtool killed (SIGKILL): this worker and all it started end too, and cgtool's folders go
+    end_with_parent(folders=tuple(f for f in (os.path.dirname(os.path.abspath(job_path)), job.work_dir) if f))
     from cgtool.pipeline import preload, run_job
 
     send = pipe_writer(fd)
     preload()  # torch's own import output (a NumPy warning) is not the script's: mark where the script's begins
     send({"output_start": _output_offset()})
-    result = run_job(job, PhaseLog(send))
-    tmp = result_path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(result, fh)
-    os.replace(tmp, result_path)
+    try:
+        result = run_job(job, PhaseLog(send))
+        tmp = result_path + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(result, fh)
+        os.replace(tmp, result_path)
+    finally:
+        kill_descendants()  # what the step started (new sessions too: this worker is their subreaper)
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)
-
-
-def _end_with_the_parent() -> None:
-    """If the cgtool process dies without stopping this worker (killed with SIGKILL, say), end the worker's
-    process group, so that neither the worker nor what the script forked is left running."""
-    parent = os.getppid()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os.killpg(0, signal.SIGKILL)
-
-    threading.Thread(target=watch, name="cgtool-parent-watch", daemon=True).start()
 
 
 def _output_offset() -> int:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from cgtool.model.job import Job
 from cgtool.model.report import WORKER_FAILED, ErrorRecord, Report
+from cgtool.worker import lifetime
 
 OUTPUT_TAIL_CHARS = 4000
 
@@ -59,6 +60,7 @@ def run_job(job: Job, timeout: float | None = None,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,), start_new_session=True, env=env,
             )
+        lifetime.started(proc.pid)
         os.close(write_fd)
         outcome = WorkerOutcome(result=None)
         reader = threading.Thread(target=_read_events, args=(read_fd, outcome, on_event), daemon=True)
@@ -69,14 +71,16 @@ def run_job(job: Job, timeout: float | None = None,
             ended = "interrupted"
         _kill_group(proc)
         _reap(proc)
+        lifetime.reaped(proc.pid)  # what the step started in new sessions came back to cgtool: end it
         if ended == "timeout":
             outcome.failure = "timeout"
-            outcome.message = (f"The worker ran past --timeout {timeout:g} s during the {outcome.phase or 'start-up'} "
+            outcome.message = (f"The worker ran past its time limit of {timeout:g} s (--timeout or [tool.cgtool] timeout) during the {outcome.phase or 'start-up'} "
                                "phase and was stopped. A step that hangs (a wait on a stream that never runs, a deadlock) "
                                "or a very slow warmup does this; raise --timeout if the step is just slow.")
         elif ended == "interrupted":
             outcome.failure = "interrupted"
-            outcome.message = f"Interrupted (Ctrl-C) during the {outcome.phase or 'start-up'} phase; the worker was stopped."
+            outcome.message = (f"Interrupted ({lifetime.stop_name()}) during the {outcome.phase or 'start-up'} phase; "
+                               "the worker was stopped.")
         reader.join(timeout=2)
         outcome.returncode = proc.returncode
         outcome.output = _tail(log_path, outcome.output_start)

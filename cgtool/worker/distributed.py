@@ -5,15 +5,18 @@ own rank; the ranks' results merged into one DistReport."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, Callable
 
 from cgtool.model.job import Job
 from cgtool.model.ranks import DistReport
 from cgtool.model.report import Report
+from cgtool.worker import lifetime
 from cgtool.worker.launch import EventTail, LaunchOutcome, kill_tree, launch_env, launch_ranks, rank_result
 from cgtool.worker.merge import merge
 
@@ -36,10 +39,11 @@ def dist_settings(settings: dict[str, Any], timeout: float, warmup_given: bool) 
 
 
 def run_distributed(job: Job, nproc: int, timeout: float,
-                    on_event: Callable[[int, dict[str, Any]], None] | None = None) -> tuple[DistReport, LaunchOutcome]:
+                    on_event: Callable[[int, dict[str, Any]], None] | None = None,
+                    stop: threading.Event | None = None) -> tuple[DistReport, LaunchOutcome]:
     """`--nproc-per-node N`: N ranks through torch.distributed.run, merged."""
     with tempfile.TemporaryDirectory(prefix="cgtool-ranks-") as run_dir:
-        outcome = launch_ranks(job, nproc, timeout, run_dir, on_event)
+        outcome = launch_ranks(job, nproc, timeout, run_dir, on_event, stop)
         return merge(job, outcome, job.settings), outcome
 
 
@@ -60,6 +64,7 @@ def run_as_rank(job: Job, timeout: float,
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
                             env=dict(launch_env(job), CGTOOL_RANK_CHILD="1"))
+    lifetime.started(proc.pid)
     tail = EventTail(os.path.join(run_dir, f"rank{rank}.events.jsonl"))
     outcome = LaunchOutcome([], cmd)
     try:
@@ -70,11 +75,12 @@ def run_as_rank(job: Job, timeout: float,
             time.sleep(0.1)
         if proc.poll() is None:
             kill_tree(proc, set())
-            outcome.failure, outcome.message = "timeout", f"rank {rank} ran past --timeout {timeout:g} s and was killed"
+            outcome.failure, outcome.message = "timeout", f"rank {rank} ran past its time limit of {timeout:g} s (--timeout) and was killed"
     except KeyboardInterrupt:
         kill_tree(proc, set())
-        outcome.failure, outcome.message = "interrupted", "Interrupted (Ctrl-C)"
+        outcome.failure, outcome.message = "interrupted", f"Interrupted ({lifetime.stop_name()})"
     tail.poll()
+    lifetime.reaped(proc.pid)
     outcome.returncode = proc.returncode
     if rank != 0:
         outcome.ranks = [rank_result(rank, run_dir, tail.events, proc.returncode, outcome.failure)]
@@ -88,17 +94,22 @@ def run_as_rank(job: Job, timeout: float,
         t.poll()
     outcome.ranks = [rank_result(r, run_dir, tails[r].events, None, outcome.failure) for r in range(world)]
     outcome.wall_s = time.monotonic() - t0
-    return merge(job, outcome, job.settings), outcome
+    merged = merge(job, outcome, job.settings)
+    shutil.rmtree(run_dir, ignore_errors=True)  # every rank is done with it (rank 0 waited for them)
+    return merged, outcome
 
 
-def lint_report(job: Job, nproc: int, timeout: float) -> Report:
+def lint_report(job: Job, nproc: int, timeout: float, stop: threading.Event | None = None) -> Report | None:
     """`lint --nproc-per-node N`: one Report for the script: rank 0's (or the first rank's that has one), with
-    every finding of every rank and the cross-rank ones, and each failed rank's errors named by rank."""
+    every finding of every rank and the cross-rank ones, and each failed rank's errors named by rank. None
+    when Ctrl-C (SIGTERM, SIGHUP) or `stop` ended the ranks first."""
     from cgtool.model.report import WORKER_FAILED, ErrorRecord
 
     job = Job(job.kind, job.script, job.entry, dist_settings(job.settings, timeout, warmup_given=False),
               job.force_cpu, job.work_dir)
-    dist, _outcome = run_distributed(job, nproc, timeout)
+    dist, outcome = run_distributed(job, nproc, timeout, stop=stop)
+    if outcome.failure == "interrupted":
+        return None
     first = next((r.report for r in dist.ranks if r.report is not None), None)
     report = Report(job.script, job.entry, status=first.status if first else WORKER_FAILED,
                     device=first.device if first else "cpu")

@@ -1,5 +1,5 @@
-"""Start N ranks through PyTorch's own launcher (`python -m torch.distributed.run`, torchrun's elastic agent)
-and always come back: a wall timeout that kills the launcher and every rank it started (ranks run in their
+"""Start N ranks through PyTorch's own launcher (torch.distributed.run, torchrun's elastic agent, run by
+cgtool/worker/launcher.py) and always come back: a wall timeout that kills the launcher and every rank it started (ranks run in their
 own sessions, so the whole process tree is found through /proc and killed, not only the launcher's group),
 Ctrl-C the same way, and per rank what its files recorded (cgtool/pipeline/rank_job.py)."""
 
@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -18,6 +19,8 @@ from typing import Any, Callable
 from cgtool.model.job import Job
 from cgtool.model.ranks import FINISHED, MULTICAST_OFF, NOT_STARTED, STOPPED, Collective, DdpWrap, RankResult
 from cgtool.model.report import Report
+from cgtool.worker import lifetime
+from cgtool.worker.lifetime import descendants
 
 OUTPUT_TAIL_CHARS = 4000
 
@@ -34,8 +37,40 @@ class LaunchOutcome:
     leftover: list[int] = field(default_factory=list)  # rank processes still alive after the launcher ended
 
 
+RANK_MEMORY = 512 << 20  # bytes of available memory per rank: a Python with torch imported, before the model
+RANKS_PER_CPU = 4  # ranks spend most of their time waiting on each other; more than this and the run crawls
+
+
+def rank_capacity() -> tuple[int, str]:
+    """How many ranks this machine can hold at once, and why that many."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    cap, why = RANKS_PER_CPU * cpus, f"{cpus} CPU{'s' if cpus != 1 else ''} × {RANKS_PER_CPU} ranks each"
+    try:
+        with open("/proc/meminfo") as fh:
+            free = next(int(ln.split()[1]) * 1024 for ln in fh if ln.startswith("MemAvailable:"))
+        if free // RANK_MEMORY < cap:
+            cap, why = max(1, free // RANK_MEMORY), f"{free / (1 << 30):.1f} GiB of available memory, 0.5 GiB a rank"
+    except (OSError, ValueError, StopIteration):
+        pass
+    return cap, why
+
+
+def check_nproc(nproc: int) -> None:
+    """CgtoolError (exit 2) for more ranks than this machine can hold: each is a process with torch imported."""
+    cap, why = rank_capacity()
+    if nproc > cap:
+        from cgtool.errors import CgtoolError, ExitCode
+
+        raise CgtoolError(f"--nproc-per-node {nproc} is more ranks than this machine can hold at once: at most {cap} "
+                          f"({why}). Run fewer ranks per node.", ExitCode.USAGE)
+
+
 def launcher_command(nproc: int, job_path: str, run_dir: str) -> list[str]:
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
+    return [sys.executable, "-m", "cgtool.worker.launcher", os.path.join(run_dir, "tmp"),
+            "torch.distributed.run", "--standalone", "--nnodes", "1",
             "--nproc-per-node", str(nproc), "--max-restarts", "0", "--monitor-interval", "0.1",
             "-m", "cgtool.worker.rank_child", job_path, run_dir]
 
@@ -46,31 +81,6 @@ def launch_env(job: Job) -> dict[str, str]:
     if job.force_cpu:
         env["CUDA_VISIBLE_DEVICES"] = ""  # --cpu: gloo ranks, no GPU touched
     return env
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (children, grandchildren, ...), from /proc; [] where /proc is missing."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return []
-    for name in entries:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat") as fh:
-                stat = fh.read()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(name))
-    out, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
 
 
 def _alive(pid: int) -> bool:
@@ -126,7 +136,8 @@ class EventTail:
 
 
 def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
-                 on_event: Callable[[int, dict[str, Any]], None] | None = None) -> LaunchOutcome:
+                 on_event: Callable[[int, dict[str, Any]], None] | None = None,
+                 stop: threading.Event | None = None) -> LaunchOutcome:
     """Run `job` on `nproc` ranks; never raises for the ranks' failures and never outlives `timeout`."""
     os.makedirs(run_dir, exist_ok=True)
     job_path = os.path.join(run_dir, "job.json")
@@ -140,6 +151,7 @@ def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
     with open(os.path.join(run_dir, "launcher.log"), "wb") as log:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, env=launch_env(job))
+    lifetime.started(proc.pid)
 
     def pump() -> None:
         for r, tail in enumerate(tails):
@@ -159,17 +171,20 @@ def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
             if time.monotonic() - t0 > timeout:
                 kill_tree(proc, known)
                 outcome.failure = "timeout"
-                outcome.message = f"the ranks ran past --timeout {timeout:g} s; cgtool killed the launcher and every rank"
+                outcome.message = f"the ranks ran past their time limit of {timeout:g} s (--timeout); cgtool killed the launcher and every rank"
                 break
+            if stop is not None and stop.is_set():  # lint's other thread got Ctrl-C (or SIGTERM)
+                raise KeyboardInterrupt
             time.sleep(0.1)
     except KeyboardInterrupt:
         kill_tree(proc, known)
         outcome.failure = "interrupted"
-        outcome.message = "Interrupted (Ctrl-C); cgtool killed the launcher and every rank"
+        outcome.message = f"Interrupted ({lifetime.stop_name()}); cgtool killed the launcher and every rank"
     pump()
     outcome.leftover = [p for p in known if _alive(p)]
     if outcome.leftover:  # the launcher left a rank behind: it must not outlive cgtool
         kill_tree(proc, set(outcome.leftover))
+    lifetime.reaped(proc.pid)
     outcome.returncode = proc.returncode
     outcome.wall_s = time.monotonic() - t0
     outcome.launcher_output = _tail(os.path.join(run_dir, "launcher.log"))

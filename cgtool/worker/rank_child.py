@@ -13,6 +13,9 @@ from cgtool.model.job import Job
 
 
 def main(argv: list[str]) -> int:
+    from cgtool.worker.lifetime import end_with_parent, kill_descendants
+
+    end_with_parent()  # the launcher gone (cgtool killed): this rank and what it started end too
     job_path, run_dir = argv[0], argv[1]
     rank = int(os.environ.get("RANK", 0))
     log = os.open(os.path.join(run_dir, f"rank{rank}.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -24,7 +27,10 @@ def main(argv: list[str]) -> int:
         job = Job.from_json(json.load(fh))
     from cgtool.pipeline.rank_job import run_rank
 
-    code = run_rank(job, run_dir)
+    try:
+        code = run_rank(job, run_dir)
+    finally:
+        kill_descendants()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)

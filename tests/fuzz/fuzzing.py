@@ -30,6 +30,17 @@ CI_EXAMPLES = 150  # the "ci" profile's max_examples (tests/conftest.py)
 SECONDS = 10.0  # per example, on a loaded 2-core CI machine; inputs run in milliseconds
 
 
+def scratch(prefix: str) -> str:
+    """A temporary folder for one fuzz module, removed when the test run ends (no folder outlives a run)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
 def examples(ci: int, shrink: bool = True) -> settings:
     """`ci` examples under the "ci" profile; the loaded profile's multiple of it otherwise ("long": 33x).
     Without `shrink` a failure is reported as found (shrinking an end-to-end run would take many minutes)."""

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
-from fuzzing import DATA, dumps, examples, mutated, mutated_json, outcome, text_console
+from fuzzing import DATA, dumps, examples, mutated, mutated_json, outcome, scratch, text_console
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,7 +14,7 @@ from cgtool.bench.compare import compare
 from cgtool.bench.report_file import read_bench_report
 from cgtool.render.bench import render_bench
 
-_TMP = tempfile.mkdtemp(prefix="cgtool-fuzz-bench-")
+_TMP = scratch("cgtool-fuzz-bench-")
 with open(os.path.join(DATA, "bench_sweep.json"), "rb") as _fh:
     SEED = _fh.read()
 DOC = json.loads(SEED)

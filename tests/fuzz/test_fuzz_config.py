@@ -8,14 +8,14 @@ import subprocess
 import sys
 import tempfile
 
-from fuzzing import examples, mutated, outcome
+from fuzzing import examples, mutated, outcome, scratch
 from hypothesis import given
 from hypothesis import strategies as st
 
 from cgtool.lint.config import KEYS, MIN_WARMUP, load_config
 from cgtool.model.lint_result import LINT_FORMATS
 
-_TMP = tempfile.mkdtemp(prefix="cgtool-fuzz-config-")
+_TMP = scratch("cgtool-fuzz-config-")
 GOOD = b'''[project]
 name = "demo"
 

@@ -7,10 +7,9 @@ import codecs
 import os
 import subprocess
 import sys
-import tempfile
 
 import pytest
-from fuzzing import DATA, SHARED_DOTS, dumps, examples, fixture_bytes, mutated, mutated_json, outcome, text_console
+from fuzzing import DATA, SHARED_DOTS, dumps, examples, fixture_bytes, mutated, mutated_json, outcome, scratch, text_console
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,7 +18,7 @@ from cgtool.graph.summary import summarize
 from cgtool.render.dot import graph_to_dot
 from cgtool.render.graph_summary import render_summary
 
-_TMP = tempfile.mkdtemp(prefix="cgtool-fuzz-dot-")
+_TMP = scratch("cgtool-fuzz-dot-")
 DRIVER_DOTS = ["mlp20_inference.dot", "multistream_memcpy.dot", "kinds_all.dot", "kinds_flags0.dot",
                "kinds_verbose.dot", "if_else_unknown.dot", "truncated.dot", "garbage.dot"]
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tempfile
 
-from fuzzing import ROOT, check_error, examples, mutated, outcome
+from fuzzing import ROOT, check_error, examples, mutated, outcome, scratch
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,7 +19,7 @@ from cgtool.errors import CgtoolError
 from cgtool.lint.run import defines_function, find_scripts
 from cgtool.script.contract import compile_script, parse_target
 
-_TMP = tempfile.mkdtemp(prefix="cgtool-fuzz-script-")
+_TMP = scratch("cgtool-fuzz-script-")
 SCRIPTS = sorted(glob.glob(os.path.join(ROOT, "samples", "**", "*.py"), recursive=True)
                  + glob.glob(os.path.join(ROOT, "tests", "data", "scripts", "*.py")))
 SOURCES = [open(p, "rb").read() for p in SCRIPTS if not p.endswith("hangs.py")]
