@@ -57,6 +57,7 @@ class CompileWatch:
         if getattr(ef, "optimize", None) is opt:
             self._wrap(ef, "optimize", wrapped)
         self._hook_logging(torch)
+        self._no_compile_caches()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -66,6 +67,22 @@ class CompileWatch:
             except Exception:
                 pass
         self._undo.clear()
+
+    def _no_compile_caches(self) -> None:
+        """inductor's FX graph cache and AOT autograd's cache skip the compile on a hit, and with it torch's records
+        of what it did (graph partitions at CPU ops, skips): a second run of the same script would report less.
+        Off while the watch is on, so every run compiles and says the same."""
+        import importlib
+
+        for module, name in (("torch._inductor.config", "fx_graph_cache"),
+                             ("torch._inductor.config", "fx_graph_remote_cache"),
+                             ("torch._functorch.config", "enable_autograd_cache")):
+            try:
+                cfg = importlib.import_module(module)
+            except ImportError:
+                continue
+            if getattr(cfg, name, None):
+                self._wrap(cfg, name, False)
 
     def _wrap(self, owner: Any, name: str, new: Any) -> None:
         old = getattr(owner, name)
