@@ -232,3 +232,27 @@ def test_checks_place_breaks_and_keep_one_finding_per_line():
     found = check_compiled(run)
     assert [(f.rule, f.line) for f in found] == [("CG705", 9)]
     assert "host waiting for the GPU" in found[0].message and "4 kernels (12 µs)" in found[0].message
+
+
+def test_watch_costs_no_dynamo_import_and_still_sees_optimize():
+    """torch._dynamo takes about a second to import: the watch loads it only when the script does, then wraps
+    `optimize` (a fresh interpreter: this process has loaded dynamo long ago); inductor's caches are off."""
+    import subprocess
+
+    code = textwrap.dedent("""
+        import sys, torch
+        from cgtool.trace.compile_watch import CompileWatch, dynamo_off
+        with CompileWatch() as watch:
+            assert "torch._dynamo" not in sys.modules
+            with dynamo_off():
+                pass
+            assert "torch._dynamo" not in sys.modules
+            import torch._dynamo
+            torch._dynamo.optimize("eager")(lambda x: x + 1)
+            import torch._inductor.config as cfg
+            assert cfg.fx_graph_cache is False
+        print([s.form for s in watch.sites], torch._dynamo.optimize.__module__)
+        """)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["['torch._dynamo.optimize']", "torch._dynamo.eval_frame"]

@@ -45,20 +45,29 @@ class CompileWatch:
     # -- switching on and off -------------------------------------------------------------------------------
     def __enter__(self) -> CompileWatch:
         import torch
-        import torch._dynamo
 
         self._orig_compile = torch.compile
         self._wrap(torch, "compile", self._compile_wrapper(torch.compile))
-        opt = torch._dynamo.optimize
-        wrapped = self._optimize_wrapper(opt)
-        self._wrap(torch._dynamo, "optimize", wrapped)
-        import torch._dynamo.eval_frame as ef
-
-        if getattr(ef, "optimize", None) is opt:
-            self._wrap(ef, "optimize", wrapped)
+        # torch._dynamo costs about a second to import: wrap its `optimize` now if it is loaded, else when it is
+        if "torch._dynamo" in sys.modules:
+            self._wrap_optimize()
+        else:
+            hook = _AfterImport("torch._dynamo", self._wrap_optimize)
+            sys.meta_path.insert(0, hook)
+            self._undo.append(lambda: sys.meta_path.remove(hook) if hook in sys.meta_path else None)
         self._hook_logging(torch)
         self._no_compile_caches()
         return self
+
+    def _wrap_optimize(self) -> None:
+        import torch._dynamo
+        import torch._dynamo.eval_frame as ef
+
+        opt = torch._dynamo.optimize
+        wrapped = self._optimize_wrapper(opt)
+        self._wrap(torch._dynamo, "optimize", wrapped)
+        if getattr(ef, "optimize", None) is opt:
+            self._wrap(ef, "optimize", wrapped)
 
     def __exit__(self, *exc: object) -> None:
         for undo in reversed(self._undo):
@@ -71,16 +80,20 @@ class CompileWatch:
     def _no_compile_caches(self) -> None:
         """inductor's FX graph cache and AOT autograd's cache skip the compile on a hit, and with it torch's records
         of what it did (graph partitions at CPU ops, skips): a second run of the same script would report less.
-        Off while the watch is on, so every run compiles and says the same."""
+        Off while the watch is on, so every run compiles and says the same (through the environment when inductor's
+        config is not loaded yet: it reads these variables when it is)."""
         import importlib
 
-        for module, name in (("torch._inductor.config", "fx_graph_cache"),
-                             ("torch._inductor.config", "fx_graph_remote_cache"),
-                             ("torch._functorch.config", "enable_autograd_cache")):
-            try:
-                cfg = importlib.import_module(module)
-            except ImportError:
+        for module, name, env in (("torch._inductor.config", "fx_graph_cache", "TORCHINDUCTOR_FX_GRAPH_CACHE"),
+                                  ("torch._inductor.config", "fx_graph_remote_cache", "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE"),
+                                  ("torch._functorch.config", "enable_autograd_cache", "TORCHINDUCTOR_AUTOGRAD_CACHE")):
+            if module not in sys.modules:
+                old = os.environ.get(env)
+                os.environ[env] = "0"
+                self._undo.append(lambda env=env, old=old: os.environ.pop(env, None) if old is None
+                                  else os.environ.__setitem__(env, old))
                 continue
+            cfg = importlib.import_module(module)
             if getattr(cfg, name, None):
                 self._wrap(cfg, name, False)
 
@@ -191,6 +204,40 @@ class CompileWatch:
         return None
 
 
+class _AfterImport:
+    """A meta-path finder that runs `then()` once the module `name` has been imported (finds nothing itself)."""
+
+    def __init__(self, name: str, then: Any) -> None:
+        self.name, self.then = name, then
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname != self.name:
+            return None
+        import importlib.util
+
+        sys.meta_path.remove(self)
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            sys.meta_path.insert(0, self)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, then, hook = spec.loader, self.then, self
+
+        class Loader:
+            def create_module(self, spec: Any) -> Any:
+                return loader.create_module(spec)
+
+            def exec_module(self, module: Any) -> None:
+                loader.exec_module(module)
+                if hook in sys.meta_path:
+                    sys.meta_path.remove(hook)
+                then()
+
+        spec.loader = Loader()
+        return spec
+
+
 class _OptimizeProxy:
     """What torch._dynamo.optimize returns (a decorator and a context manager), with the decorator watched."""
 
@@ -213,7 +260,11 @@ class _OptimizeProxy:
 @contextmanager
 def dynamo_off() -> Iterator[None]:
     """Compiled code runs eagerly, nothing is compiled (torch.compiler.set_stance("force_eager"); older torch:
-    dynamo's `disable` switch). Around the tracer: dynamo would otherwise trace into the tracer's own modes."""
+    dynamo's `disable` switch). Around the tracer: dynamo would otherwise trace into the tracer's own modes. Without
+    torch._dynamo loaded nothing has been compiled, and nothing is done (its import costs about a second)."""
+    if "torch._dynamo" not in sys.modules:
+        yield
+        return
     import torch
 
     stance = getattr(torch.compiler, "set_stance", None)
