@@ -19,6 +19,8 @@ from cgtool.model.compiled_logs import break_kind, break_reason, breaks_from_rec
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SAMPLES = os.path.join(ROOT, "samples", "compiled")
 RECORDED = os.path.join(ROOT, "tests", "data", "compile", "graph_breaks_cpu.json")
+# the same records from the GPU run of the suite (torch 2.11 on an H200, the samples compiled as written)
+RECORDED_GPU = os.path.join(ROOT, "tests", "data", "compile", "graph_breaks_gpu_2_11.json")
 NEW_SAMPLES = ["imported_factory", "imported_decorator", "module_compile", "sequential_compile", "break_item", "break_branch", "break_print",
                "varying_batch", "no_cudagraphs"]
 
@@ -136,9 +138,11 @@ def test_watch_compiles_for_real_unless_told_otherwise(project):
     assert watch.sites[0].backend == "eager" and watch.sites[0].target.endswith("f")
 
 
-def test_recorded_graph_breaks_parse_to_the_users_line():
-    """dynamo's own `graph_breaks` records, recorded on this CPU's torch (2.13) from samples/compiled/break_*."""
-    with open(RECORDED, encoding="utf-8") as fh:
+@pytest.mark.parametrize("recorded", [RECORDED, RECORDED_GPU], ids=["cpu-2.13", "gpu-2.11"])
+def test_recorded_graph_breaks_parse_to_the_users_line(recorded):
+    """dynamo's own `graph_breaks` records from samples/compiled/break_*: on this CPU's torch (2.13, backend
+    "eager") and on the GPU suite's H200 (torch 2.11, reduce-overhead as written); tests/gpu/record_dynamo.py."""
+    with open(recorded, encoding="utf-8") as fh:
         runs = json.load(fh)["runs"]
     for name, kind in (("break_item", "item"), ("break_branch", "branch"), ("break_print", "print")):
         records = [dict(r, message=r["message"].replace("ROOT/", ROOT + "/")) for r in runs[name]]
@@ -159,8 +163,9 @@ def test_break_reason_of_older_one_line_records():
     assert break_kind("Failed to trace builtin operator", "builtin operator `print` with", "") == "print"
 
 
-def test_recompile_points_at_the_call_that_passed_the_new_shape():
-    with open(RECORDED, encoding="utf-8") as fh:
+@pytest.mark.parametrize("recorded", [RECORDED, RECORDED_GPU], ids=["cpu-2.13", "gpu-2.11"])
+def test_recompile_points_at_the_call_that_passed_the_new_shape(recorded):
+    with open(recorded, encoding="utf-8") as fh:
         records = json.load(fh)["runs"]["varying_batch"]
     for r in records:
         r["call"]["file"] = r["call"]["file"].replace("ROOT/", ROOT + "/")
