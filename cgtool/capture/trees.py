@@ -50,26 +50,16 @@ class TreesObserver:
         self._undo.clear()
 
     def _hook_logging(self) -> None:
-        # torch's loggers do not propagate to the root; Logger.handle runs once per record on the emitting logger
-        orig = logging.Logger.handle
-        observer = self
+        from cgtool.trace.torch_logs import keep_records
 
-        def handle(logger: logging.Logger, record: logging.LogRecord) -> Any:
-            if is_cudagraph_logger(logger.name):
-                try:
-                    observer.records.append({
-                        "logger": logger.name, "level": record.levelname, "iteration": observer.iteration,
-                        "msg": record.msg if isinstance(record.msg, str) else repr(record.msg),
-                        "args": [str(a) for a in record.args] if isinstance(record.args, tuple) else [],
-                        "message": record.getMessage()[:20000], "call": observer._call()})
-                except Exception:
-                    pass
-                if record.levelno < logging.WARNING:
-                    return None  # our DEBUG/INFO switch should not flood the user's stderr
-            return orig(logger, record)
+        def keep(record: logging.LogRecord, logger: str) -> None:
+            self.records.append({
+                "logger": logger, "level": record.levelname, "iteration": self.iteration,
+                "msg": record.msg if isinstance(record.msg, str) else repr(record.msg),
+                "args": [str(a) for a in record.args] if isinstance(record.args, tuple) else [],
+                "message": record.getMessage()[:20000], "call": self._call()})
 
-        logging.Logger.handle = handle  # type: ignore[method-assign]
-        self._undo.append(lambda: setattr(logging.Logger, "handle", orig))
+        self._undo.append(keep_records(is_cudagraph_logger, keep))
 
     def _call(self) -> dict[str, Any] | None:
         if self.call_frame is None:

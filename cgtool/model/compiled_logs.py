@@ -106,19 +106,26 @@ _RECOMPILE = re.compile(r"Recompiling function (\S+) in (.+):(\d+)")
 _GENERIC = "Encountered graph break when attempting"
 
 
+def _matching(records: list[dict[str, Any]], logger_suffix: str,
+              pattern: re.Pattern[str]) -> list[tuple[dict[str, Any], str, re.Match[str]]]:
+    """(record, message, match) for each record of a logger ending in `logger_suffix` whose text matches."""
+    out = []
+    for r in records:
+        if str(r.get("logger", "")).endswith(logger_suffix):
+            message = str(r.get("message", ""))
+            m = pattern.search(message)
+            if m is not None:
+                out.append((r, message, m))
+    return out
+
+
 def breaks_from_records(records: list[dict[str, Any]]) -> list[GraphBreak]:
     """Graph breaks from dynamo's `graph_breaks` records (`Graph break in user code at F:N` / `Graph Break Reason:
     ...` / `User code traceback:`), merged by line and reason with a count."""
     import linecache
 
     found: dict[tuple, GraphBreak] = {}
-    for r in records:
-        if not str(r.get("logger", "")).endswith("__graph_breaks"):
-            continue
-        message = str(r.get("message", ""))
-        m = _BREAK_AT.search(message)
-        if m is None:
-            continue
+    for r, message, m in _matching(records, "__graph_breaks", _BREAK_AT):
         file, line = m.group(1).strip(), int(m.group(2))
         reason, detail = break_reason(message)
         trace = message.split("User code traceback:", 1)
@@ -163,14 +170,9 @@ def recompile_events(records: list[dict[str, Any]]) -> list[CompiledEvent]:
     """dynamo's `recompiles` records (`Recompiling function f in F:N / triggered by ... size mismatch ...`), at
     the user's call that passed the new input."""
     out = []
-    for r in records:
-        if not str(r.get("logger", "")).endswith("__recompiles"):
-            continue
-        message = str(r.get("message", ""))
-        m = _RECOMPILE.search(message)
-        if m is None:
-            continue
-        why = [ln.strip().lstrip("- ").strip() for ln in message.splitlines()[2:] if ln.strip()]
+    for r, message, m in _matching(records, "__recompiles", _RECOMPILE):
+        # guard lines end in torch's source comment (`   # x = f(y)  # file.py:12 in fn`): the guard alone
+        why = [re.split(r"\s+#\s", ln.strip().lstrip("- ").strip())[0] for ln in message.splitlines()[2:] if ln.strip()]
         reason = f"{m.group(1)} recompiled: {why[0] if why else 'a guard failed'}"
         reason = re.sub(r"^\d+/\d+: ", "", reason.split(": ", 1)[0]) + ": " + re.sub(r"^\d+/\d+: ", "",
                                                                                       reason.split(": ", 1)[1])

@@ -172,23 +172,13 @@ class CompileWatch:
 
         torch_logs.want("graph_breaks", "recompiles")
         self._undo.append(lambda: torch_logs.release("graph_breaks", "recompiles"))
-        orig = logging.Logger.handle
-        watch = self
 
-        def handle(logger: logging.Logger, record: logging.LogRecord) -> Any:
-            if logger.name.endswith(DYNAMO_ARTIFACTS):
-                try:
-                    watch.records.append({"logger": logger.name, "level": record.levelname, "phase": watch.phase,
-                                          "iteration": watch.iteration, "message": record.getMessage()[:20000],
-                                          "call": _frame_json(watch.call_frame())})
-                except Exception:
-                    pass
-                if record.levelno < logging.WARNING:
-                    return None  # switched on by cgtool: not the user's console
-            return orig(logger, record)
+        def keep(record: logging.LogRecord, logger: str) -> None:
+            self.records.append({"logger": logger, "level": record.levelname, "phase": self.phase,
+                                 "iteration": self.iteration, "message": record.getMessage()[:20000],
+                                 "call": _frame_json(self.call_frame())})
 
-        logging.Logger.handle = handle  # type: ignore[method-assign]
-        self._undo.append(lambda: setattr(logging.Logger, "handle", orig))
+        self._undo.append(torch_logs.keep_records(lambda name: name.endswith(DYNAMO_ARTIFACTS), keep))
 
     def call_frame(self, start: types.FrameType | None = None) -> Frame | None:
         """The user's line that called into compiled code: the innermost user frame outside every compiled

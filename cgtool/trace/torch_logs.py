@@ -4,8 +4,11 @@ its artifacts here and the union is applied; what the user set through TORCH_LOG
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
+from collections.abc import Callable
+from typing import Any
 
 _wanted: Counter[str] = Counter()
 
@@ -22,6 +25,26 @@ def release(*artifacts: str) -> None:
     _apply()
 
 
+def keep_records(accept: Callable[[str], bool], keep: Callable[[logging.LogRecord, str], None]) -> Callable[[], None]:
+    """Hand every record of a logger whose name `accept`s to `keep(record, logger_name)`; records below WARNING
+    (the levels cgtool switched on) stay off the user's console. torch's loggers do not propagate to the root, and
+    Logger.handle runs once per record on the emitting logger, so the hook sits there. Returns the undo."""
+    orig = logging.Logger.handle
+
+    def handle(logger: logging.Logger, record: logging.LogRecord) -> Any:
+        if accept(logger.name):
+            try:
+                keep(record, logger.name)
+            except Exception:
+                pass
+            if record.levelno < logging.WARNING:
+                return None
+        return orig(logger, record)
+
+    logging.Logger.handle = handle  # type: ignore[method-assign]
+    return lambda: setattr(logging.Logger, "handle", orig)
+
+
 def _apply() -> None:
     if os.environ.get("TORCH_LOGS"):
         return  # the user's own logging setup wins; the records still come (at the user's levels)
@@ -33,4 +56,4 @@ def _apply() -> None:
         pass
 
 
-__all__ = ["release", "want"]
+__all__ = ["keep_records", "release", "want"]
