@@ -261,3 +261,16 @@ def test_watch_costs_no_dynamo_import_and_still_sees_optimize():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-2000:]
     assert r.stdout.split() == ["['torch._dynamo.optimize']", "torch._dynamo.eval_frame"]
+
+
+def test_cpu_findings_on_every_compiled_sample_are_ones_the_gpu_makes(run_cli):
+    """`cgtool lint samples/compiled` on the CPU: every finding is one the GPU run reports (a `# expect:` marker,
+    which the GPU suite checks); what only the GPU can see (skips, fallbacks, the kernel share) may be missing, but
+    nothing the GPU would refute: no error from the tracer's view of code that runs outside the compiled graphs."""
+    r = run_cli("lint", SAMPLES, "--format", "json", "-j", "2", cwd=ROOT, timeout=600)
+    data = json.loads(r.stdout)
+    assert not [s["path"] for s in data["scripts"] if s["errors"]], [s["errors"] for s in data["scripts"]]
+    for s in data["scripts"]:
+        path = s["path"] if os.path.isabs(s["path"]) else os.path.join(ROOT, s["path"])
+        found = {(f["file"], f["line"], f["rule"]) for f in s["findings"]}
+        assert found <= markers_with_imports(path), (path, sorted(found - markers_with_imports(path)))

@@ -80,6 +80,13 @@ def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progre
     report.device = "cpu"
     with dynamo_off():  # the tracer sees the ops of compiled functions, run eagerly
         _trace, findings, errors = analyze_on_cpu(script, warmup=settings["warmup"], progress=progress)
+    if watch.sites:  # compiled code: torch.cond and friends run in dynamo's graphs, not through the tracer
+        hop = [e for e in errors if "HigherOrderOperator" in e.message]
+        errors = [e for e in errors if e not in hop]
+        for e in hop:
+            where = f" at {e.frames[-1].file}:{e.frames[-1].line}" if e.frames else ""
+            report.skipped.append(f"the CPU analysis stopped{where}: its tracer cannot run a higher-order operator "
+                                  "(torch.cond, ...) eagerly; the dynamo run below checks the compiled code")
     report.findings.extend(findings)
     report.errors.extend(errors)
     report.status = SCRIPT_ERROR if errors else CPU_ONLY

@@ -7,10 +7,13 @@ the kernel share (CG701-CG704) are listed as not checked."""
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from typing import Any
 
-from cgtool.model.compiled import RECOMPILE, CompiledRun, describe_mode
+from cgtool.model.compiled import CompiledRun, describe_mode
 from cgtool.model.compiled_logs import breaks_from_records, recompile_events
+from cgtool.model.finding import Finding
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import Report
 from cgtool.script.contract import Script, load_script
@@ -57,20 +60,38 @@ def run_compiled_on_cpu(script: Script, settings: dict[str, Any], report: Report
     if run.iterations and dynamo_graphs() is not None:
         run.dynamo_graphs = (dynamo_graphs() or 0) - before
     run.notes.append(f"the step ran {run.iterations} times on the CPU with dynamo on (backend \"eager\")")
-    report.findings = merge_break_findings(report.findings, run)
+    report.findings, left_out = merge_cpu_findings(report.findings, run, watch.code_ranges)
+    if left_out:
+        report.skipped.append(f"{left_out} finding(s) of the CPU analysis in code that runs outside the compiled "
+                              "functions: under torch.compile's CUDA graphs only compiled code is in a graph")
     report.skipped.append(NOT_CHECKED)
     return run
 
 
-def merge_break_findings(findings: list, run: CompiledRun) -> list:
-    """The tracer's findings plus a CG705 for each graph break. Under CUDA graphs torch.compile splits the graph
-    at a break instead of failing (the GPU reports the break, not a failed capture), and records a graph per
-    input size instead of replaying the wrong shape (CG702, not CG301): the tracer's findings give way there."""
+def merge_cpu_findings(findings: list[Finding], run: CompiledRun,
+                       ranges: list[tuple[str, int, int]]) -> tuple[list[Finding], int]:
+    """The tracer's findings as the GPU would judge them, plus CG705 for each graph break and CG702 for recompiles
+    (checks/compiled.py); how many were left out. Without CUDA graphs cgtool captures the whole step: every finding
+    stands. Under CUDA graphs (the trees) only compiled code is in a graph, and torch.compile copes with what
+    breaks a plain capture: a sync splits the graph (CG705 at that line), a changing shape or Python number is
+    guarded and recompiled (CG702 from dynamo's recompiles), a CPU tensor splits or skips the graph (CG701)."""
     from cgtool.checks.compiled import check_compiled
 
+    if not run.graphing:
+        return findings + check_compiled(run), 0
     breaks = {(b.frame.file, b.frame.line) for b in run.breaks if b.frame is not None}
-    resized = {(e.frame.file, e.frame.line) for e in run.of_kind(RECOMPILE)
-               if e.frame is not None and "size mismatch" in e.reason}
-    keep = [f for f in findings if not run.graphing or not ((f.file, f.line) in breaks
-                                                              or (f.rule == "CG301" and (f.file, f.line) in resized))]
-    return keep + check_compiled(run)
+    keep, dropped = [], 0
+    for f in findings:
+        inside = f.file is not None and f.line is not None and any(
+            os.path.abspath(f.file) == file and first <= f.line <= last for file, first, last in ranges)
+        if not inside:
+            dropped += 1
+        elif (f.file, f.line) in breaks or f.rule == "CG301" or "Python number" in f.message:
+            continue  # said by CG705 / CG702 from what dynamo did
+        elif f.rule == "CG402":
+            keep.append(replace(f, rule="CG701", category="compiled", severity="warning",
+                                message=f"a CPU tensor in compiled code ({f.message}): torch.compile runs that part "
+                                        "outside its CUDA graphs (a graph split at CPU ops) or skips them"))
+        else:
+            keep.append(f)
+    return keep + check_compiled(run), dropped

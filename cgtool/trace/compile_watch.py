@@ -37,6 +37,7 @@ class CompileWatch:
         self.records: list[dict[str, Any]] = []
         self.targets: dict[tuple[str, int, str], str] = {}  # (file, first line, name) of compiled code -> target
         self._orig_compile: Any = None
+        self.code_ranges: list[tuple[str, int, int]] = []  # (file, first, last line) of the compiled code's source
         self.phase = "load"
         self.iteration: int | None = None
         self._inside = threading.local()
@@ -159,6 +160,7 @@ class CompileWatch:
         code = _code_of(target)
         if code is not None:
             self.targets[(code.co_filename, code.co_firstlineno, code.co_name)] = site.target
+        self.code_ranges.extend(code_ranges(target))
         if self.identity:
             return target
         if self.backend is not None:  # the same call, compiled by another backend (no mode, no options)
@@ -347,6 +349,31 @@ def _code_of(target: Any) -> types.CodeType | None:
         fn = getattr(type(mod).forward, "__code__", None)
         return fn if isinstance(fn, types.CodeType) else None
     return getattr(fn, "__code__", None)
+
+
+def code_ranges(target: Any) -> list[tuple[str, int, int]]:
+    """(file, first line, last line) of the source dynamo compiles for `target`: the function, or the forward of
+    the module and of each of its submodules (their code is inlined into the same graphs)."""
+    import torch
+
+    codes: list[types.CodeType] = []
+    module = getattr(target, "__self__", None)
+    mod = target if isinstance(target, torch.nn.Module) else module if isinstance(module, torch.nn.Module) else None
+    if mod is not None:
+        for sub in mod.modules():
+            code = getattr(type(sub).forward, "__code__", None)
+            if isinstance(code, types.CodeType) and code not in codes:
+                codes.append(code)
+    else:
+        code = getattr(getattr(target, "__func__", target), "__code__", None)
+        if isinstance(code, types.CodeType):
+            codes.append(code)
+    out = []
+    for code in codes:
+        lines = [ln for _, _, ln in code.co_lines() if ln]
+        if lines and is_user_file(code.co_filename):
+            out.append((os.path.abspath(code.co_filename), code.co_firstlineno, max(lines)))
+    return out
 
 
 def _target_name(target: Any) -> str:
