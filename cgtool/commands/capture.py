@@ -52,11 +52,14 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
       graph-piece-N.dot  with --piecewise: each piece's graph
 
     \b
-    torch.compile with CUDA graphs (mode="reduce-overhead"/"max-autotune", options={"triton.cudagraphs":
-    True}, backend="cudagraphs"; docs/compiled.md): cgtool captures nothing itself and runs no tracer; it
-    watches torch.compile's CUDAGraph Trees (graphs per function, skips and re-records with torch's reason
-    and your line, fallbacks, kernels in graphs, pool memory), writes graph.dot, graph-2.dot, ... (the
-    driver's DOT of each graph) and times eager / compiled without graphs / as compiled (CG701-CG704).
+    torch.compile is found while the script runs, wherever it is called (the script, an imported module or
+    library, a decorator, Module.compile(); docs/compiled.md). With CUDA graphs (mode="reduce-overhead"/
+    "max-autotune", options={"triton.cudagraphs": True}, backend="cudagraphs") cgtool captures nothing itself
+    and runs no tracer; it watches torch.compile's CUDAGraph Trees (graphs per function, skips and re-records
+    with torch's reason and your line, fallbacks, kernels in graphs, pool memory), writes graph.dot,
+    graph-2.dot, ... (the driver's DOT of each graph) and times eager / compiled without graphs / as compiled.
+    Without CUDA graphs cgtool captures the compiled code itself. Graph breaks are reported at your line
+    (CG701-CG705).
 
     \b
     Partial capture (docs/partial.md), run in a second worker after the whole-step capture:
