@@ -195,7 +195,7 @@ def test_rebound_state_is_found_at_the_line_that_made_the_new_tensor(tmp_path):
                    (line_of(path, "bufs[0] = "), "bufs[0]"),
                    (line_of(path, "tracker.value = "), "tracker.value")}
     f = next(f for f in findings if f.rule == "CG406")
-    assert f.category == "rebound-state" and f.severity == "error" and "update it in place" in f.message
+    assert f.category == "rebound-state" and f.severity == "error" and "update in place" in f.message
     # a Python number (count, stats['n']), the step's locals and its output are no tensor state
     paths = {r.path for it in trace.iterations for r in it.rebinds}
     assert paths == {"norm.avg", "stats['ema']", "bufs[0]", "tracker.value"}

@@ -15,18 +15,25 @@ from cgtool.model.trace import Trace
 
 
 def check_rebound_state(trace: Trace) -> list[Finding]:
-    """Paths rebound, after being read, in the capture iteration or in a steady-state warmup iteration."""
-    out: list[Finding] = []
-    done: set[str] = set()
+    """Paths rebound, after being read, in the capture iteration or in a steady-state warmup iteration; one
+    finding per line, naming its paths (a cache object's layers are rebound together)."""
+    by_line: dict[int, list[str]] = {}
     captured = [it for it in capture_iterations(trace) if it.phase == "capture"]
     for it in captured + compared_iterations(trace):
         for r in it.rebinds:
-            if not r.read or r.path in done:
-                continue
-            done.add(r.path)
-            out.append(finding_at(trace, "CG406", r.frame, (
-                f"`{r.path}` is rebound to a new tensor every iteration, after the step reads the old one: replay "
-                f"keeps reading the tensor that was `{r.path}` at capture (and writes the one made during capture), "
-                "so the value never moves on as it does in eager; update it in place")))
+            paths = by_line.setdefault(r.frame, [])
+            if r.read and r.path not in paths:
+                paths.append(r.path)
+    out: list[Finding] = []
+    for frame, paths in by_line.items():
+        if not paths:
+            continue
+        paths = sorted(paths)
+        named = ", ".join(f"`{p}`" for p in paths[:3]) + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
+        what, there = (f"{named} are", "the tensors that were there") if len(paths) > 1 else \
+            (f"{named} is", f"the tensor that was `{paths[0]}`")
+        out.append(finding_at(trace, "CG406", frame, (
+            f"{what} rebound to a new tensor every iteration, after the step reads the old one: replay keeps "
+            f"reading {there} at capture (and writes the ones made during capture), so the value never moves on "
+            "as it does in eager; update in place")))
     return out
-

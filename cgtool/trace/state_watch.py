@@ -27,7 +27,7 @@ import torch
 
 from cgtool.model.trace import CALL, OpRecord, Rebind
 from cgtool.script.contract import STEP_WATCHERS, Args, Script
-from cgtool.script.frames import make_frame
+from cgtool.script.frames import def_frame
 
 Tensor = torch.Tensor
 
@@ -128,7 +128,7 @@ class StateWatch:
             if code is not None:
                 frames = self.tracer.trace.frames
                 self.step_frame = len(frames)
-                frames.append(make_frame(code.co_filename, code.co_firstlineno, code.co_name))
+                frames.append(def_frame(code))
         except Exception as exc:  # noqa: BLE001 - a watch failure must not reach the user's step
             self.tracer.fail(exc)
 

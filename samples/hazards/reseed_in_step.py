@@ -1,8 +1,9 @@
 """Hazard: the step reseeds the RNG every iteration ("for reproducibility") and then uses dropout.
 
-Expected: CG405 (category rng). Eager resets the generator each iteration, so dropout draws the same mask
-every time; a CUDA graph does not run `torch.manual_seed` on replay: the captured dropout draws from the
-default generator's offset, which moves on with every replay, so replay differs from eager.
+Expected: CG405 (category rng) at the reseed, and CG503 (replay-mismatch) on the GPU. Eager resets the
+generator each iteration, so dropout draws the same mask every time; a CUDA graph does not run
+`torch.manual_seed` on replay: the captured dropout draws from the default generator's offset, which moves
+on with every replay, so replay differs from eager.
 """
 
 import torch
@@ -31,6 +32,6 @@ def inputs(i, device):
 
 
 @torch.no_grad()
-def step(model, x):
+def step(model, x):  # expect: CG503 (replay differs from eager on the GPU: the reseed is not replayed)
     torch.manual_seed(1234)  # expect: CG405
     return model(x)
