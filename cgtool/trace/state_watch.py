@@ -21,6 +21,7 @@ import os
 import sys
 import types
 import weakref
+from itertools import islice
 from typing import Any, Iterator
 
 import torch
@@ -193,7 +194,7 @@ def _state_tensors(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, Tensor]]
         if isinstance(value, torch.nn.Module):
             for prefix, m in value.named_modules(prefix=path):
                 for group in (m._parameters, m._buffers, m.__dict__):
-                    for k, v in list(group.items())[:_MAX_ENTRIES]:
+                    for k, v in islice(group.items(), _MAX_ENTRIES):
                         if isinstance(v, Tensor):
                             count += 1
                             yield f"{prefix}.{k}", v
