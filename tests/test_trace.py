@@ -228,6 +228,9 @@ def _gpu_run(sample: str) -> dict:
     ("uncaptured_work.py", "CG201", 30, False),
     ("dynamic_shape.py", "CG301", 25, False),
     ("python_branch.py", "CG302", 21, False),
+    ("reseed_in_step.py", "CG405", 36, False),
+    ("rebind_state.py", "CG406", 39, False),
+    ("rebind_dict_state.py", "CG406", 30, False),
 ])
 def test_gpu_capture_names_the_line(sample, rule, line, fails):
     out = _gpu_run(sample)
@@ -238,7 +241,7 @@ def test_gpu_capture_names_the_line(sample, rule, line, fails):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("sample", ["clean_mlp_inference.py", "clean_train_adamw.py", "clean_two_streams.py",
-                                    "clean_dropout_train.py"])
+                                    "clean_dropout_train.py", "clean_ema_inplace.py"])
 def test_gpu_clean_samples_capture_without_errors(sample):
     out = _gpu_run(sample)
     assert out["capture"] == "ok" and out["capturing_ops"] > 0, out

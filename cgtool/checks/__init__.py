@@ -6,8 +6,9 @@ import gc
 from typing import Callable, Collection, Sequence
 
 from cgtool.checks.host import check_device_work, check_host_copies, check_host_scalars
-from cgtool.checks.rng import check_rng
+from cgtool.checks.rng import check_rng, check_rng_reset
 from cgtool.checks.shapes import check_control_flow, check_shapes
+from cgtool.checks.state import check_rebound_state
 from cgtool.checks.streams import check_streams
 from cgtool.checks.sync import check_sync
 from cgtool.model.finding import Finding
@@ -21,6 +22,8 @@ CHECKS: list[Check] = [
     check_shapes,
     check_control_flow,
     check_rng,
+    check_rng_reset,
+    check_rebound_state,
     check_host_copies,
     check_host_scalars,
     check_device_work,

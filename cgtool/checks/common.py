@@ -17,9 +17,10 @@ def finding_at(trace: Trace, rule: str, frame: int, message: str, hint: str | No
     return finding_for(rule, trace.frame(frame), message, hint, severity)
 
 
-def finding_at_op(trace: Trace, rule: str, op: OpRecord, message: str, hint: str | None = None) -> Finding:
+def finding_at_op(trace: Trace, rule: str, op: OpRecord, message: str, hint: str | None = None,
+                  severity: str | None = None) -> Finding:
     """A finding for `rule` at the op's user line, naming the library frame that issued the op, if any."""
-    f = finding_at(trace, rule, op.frame, message, hint)
+    f = finding_at(trace, rule, op.frame, message, hint, severity)
     lib = trace.frame(op.lib)
     return replace(f, library=library_place(lib)) if lib is not None else f
 

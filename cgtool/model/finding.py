@@ -29,6 +29,7 @@ CATEGORIES = (
     "empty-graph",
     "distributed",
     "compiled",
+    "rebound-state",
 )
 
 

@@ -57,6 +57,14 @@ RULES: tuple[Rule, ...] = (
          "Run enough warmup iterations on a side stream before capture; disable cudnn.benchmark during capture.", True),
     Rule("CG404", "capture-error", "error", "optimizer is not capturable",
          "Create the optimizer with capturable=True (Adam, AdamW, ...), or capture only forward and backward.", predicts=CAPTURE_FAILS),
+    Rule("CG405", "rng", "error", "the step reseeds the RNG or sets its state: eager resets it every iteration, a graph "
+         "replay does not",
+         "Seed once, in setup (or before capture), not in the step; for per-iteration randomness let the default "
+         "generator advance (a graph advances its offset on every replay).", predicts=REPLAY_DIFFERS),
+    Rule("CG406", "rebound-state", "error", "the step rebinds a state tensor to a new tensor instead of updating it in "
+         "place; replay keeps reading the tensor that was live at capture",
+         "Update the tensor in place (`m.avg.mul_(0.9).add_(y, alpha=0.1)`, `state['ema'].lerp_(x, 0.01)`, "
+         "`buf.copy_(new)`), so the graph reads and writes the same memory every replay.", predicts=REPLAY_DIFFERS),
     Rule("CG501", "capture-error", "error", "capture failed",
          "See the CUDA error and the line named; fix the first problem cgtool reports above it.", True),
     Rule("CG502", "empty-graph", "warning", "the captured graph has no GPU work",

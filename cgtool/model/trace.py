@@ -90,6 +90,25 @@ class StreamEvent:
         return cls(d["iteration"], d["position"], d["kind"], d.get("stream"), d.get("target"), d.get("frame", -1))
 
 
+@dataclass(frozen=True)
+class Rebind:
+    """A state tensor the step replaced by another tensor object instead of updating it in place (recorded by the
+    Tracer's state watch at the end of an iteration): `path` names it from the step's arguments (`model.avg`,
+    `state['ema']`); `frame` is the user's line of the op that made the new tensor, else the step's `def` line;
+    `read` says whether the step read the previous tensor at that path first (None: not watched this iteration)."""
+
+    path: str
+    frame: int = -1
+    read: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "frame": self.frame, "read": self.read}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Rebind:
+        return cls(d["path"], d.get("frame", -1), d.get("read"))
+
+
 @dataclass
 class Iteration:
     index: int
@@ -98,15 +117,20 @@ class Iteration:
     stream: int | None = None  # the current stream at the step's first op or stream call (GPU: the capturing one)
     inputs: dict[str, tuple[int, ...]] = field(default_factory=dict)  # shapes of the step's tensor inputs
     error: str | None = None  # the step raised in this iteration: "TypeName: message"
+    rebinds: list[Rebind] = field(default_factory=list)  # state tensors the step replaced (see Rebind)
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "phase": self.phase, "ops": [o.to_json() for o in self.ops],
-                "inputs": {k: list(v) for k, v in self.inputs.items()}, "error": self.error, "stream": self.stream}
+        d = {"index": self.index, "phase": self.phase, "ops": [o.to_json() for o in self.ops],
+             "inputs": {k: list(v) for k, v in self.inputs.items()}, "error": self.error, "stream": self.stream}
+        if self.rebinds:
+            d["rebinds"] = [r.to_json() for r in self.rebinds]
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Iteration:
         return cls(d["index"], d.get("phase", "warmup"), [OpRecord.from_json(o) for o in d.get("ops", [])],
-                   d.get("stream"), {k: tuple(v) for k, v in d.get("inputs", {}).items()}, d.get("error"))
+                   d.get("stream"), {k: tuple(v) for k, v in d.get("inputs", {}).items()}, d.get("error"),
+                   [Rebind.from_json(r) for r in d.get("rebinds", ())])
 
 
 @dataclass

@@ -29,6 +29,10 @@ A cgtool script is a Python file with:
       return model(x)
 Pick another entry with `script.py:name` or --entry NAME."""
 
+# Who hears each call of a step, before it runs: watch(script, state). The Tracer's state watch registers here
+# while it records an iteration (it compares setup's state tensors between iterations).
+STEP_WATCHERS: list[Callable[[Script, Args], None]] = []
+
 
 @dataclass(frozen=True)
 class Args:
@@ -78,6 +82,8 @@ class Script:
         return Args.of(self.inputs(i, device, **_size_kwarg(self.inputs, size), **_rank_kwargs(self.inputs)), "inputs")
 
     def call_step(self, state: Args, inputs: Args | None) -> Any:
+        for watch in STEP_WATCHERS:
+            watch(self, state)
         a = state if inputs is None else state + inputs
         return self.step(*a.args, **a.kwargs)
 

@@ -50,6 +50,16 @@ def make_frame(filename: str, lineno: int, function: str) -> Frame:
     return Frame(filename, lineno, function, linecache.getline(filename, lineno).strip())
 
 
+def def_frame(code: types.CodeType) -> Frame:
+    """The `def` line of a function (its code's first line is its first decorator's: step down to the `def`)."""
+    line = code.co_firstlineno
+    for n in range(line, line + 20):
+        if linecache.getline(code.co_filename, n).lstrip().startswith(("def ", "async def ")):
+            line = n
+            break
+    return make_frame(code.co_filename, line, code.co_name)
+
+
 def user_frames_of_traceback(tb: types.TracebackType | None) -> tuple[Frame, ...]:
     """The user's frames in a traceback, outermost first (the last one is where it failed)."""
     out = []

@@ -80,6 +80,12 @@ class OpRecorder(CallRecorder):
         self.sized_by_call: dict[str, Any] | None = None  # detail of a call with numbers awaiting its output
         self.sized_by_data: dict[str, Any] | None = None  # detail of a data-sized op awaiting its output
         self.broken = False  # a tracer failure: forward everything untouched from now on
+        # State tensors rebound in the previous iteration (StateWatch, cgtool/trace/state_watch.py): id ->
+        # (weakref, path); while any is watched, the paths whose old tensor an op reads, and which op made each
+        # tensor (id -> index into the iteration's ops). Empty, as almost always, costs one test per op.
+        self.watched: dict[int, tuple[weakref.ref, str]] = {}
+        self.read_paths: set[str] = set()
+        self.made: dict[int, int] = {}
 
     def fail(self, exc: BaseException) -> None:
         if self.trace.tracer_error is None:
@@ -151,6 +157,8 @@ class OpRecorder(CallRecorder):
             info = self.aten_names[func] = (name, notable)
         name, notable = info
         tensors = _tensor_args(args, kwargs)
+        if self.watched:
+            self.note_reads(tensors)
         shapes = tuple([tuple(t.shape) for t in tensors])  # plain tuples of ints: the GC can untrack them
         key = (tuple([t.dtype for t in tensors]), tuple([t.get_device() for t in tensors]))
         meta = self.meta_cache.get(key)
@@ -192,6 +200,18 @@ class OpRecorder(CallRecorder):
             if detail is not None and ("via" in detail or "data_dependent" in detail):
                 self.sized_by_data = detail  # its output shapes are filled in after it runs
         return host and self.virtual_cuda
+
+    def note_reads(self, tensors: list[Tensor]) -> None:
+        for t in tensors:
+            entry = self.watched.get(id(t))
+            if entry is not None and entry[0]() is t:
+                self.read_paths.add(entry[1])
+
+    def note_made(self, out: Any, index: int) -> None:
+        """The op at `index` of this iteration's ops made `out` (while state tensors are watched)."""
+        for t in (out,) if isinstance(out, Tensor) else out if isinstance(out, (list, tuple)) else ():
+            if isinstance(t, Tensor):
+                self.made[id(t)] = index
 
     def aten_detail(self, name: str, args: tuple, kwargs: dict, tensors: list[Tensor]) -> dict[str, Any] | None:
         d: dict[str, Any] = {}

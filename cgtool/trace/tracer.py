@@ -28,6 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from cgtool.trace import op_roles as R
 from cgtool.trace.call_recorder import FORWARD, PLAIN, SPECIAL
 from cgtool.trace.op_recorder import OpRecorder, StreamProbe
+from cgtool.trace.state_watch import StateWatch
 from cgtool.trace.sync_warnings import sync_warnings_start, sync_warnings_stop
 
 Tensor = torch.Tensor
@@ -68,6 +69,7 @@ class Tracer(OpRecorder):
         self.modes: list[Any] = []
         self.saved_sync_mode: Any = None
         self.saved_showwarning: Any = None
+        self.state_watch = StateWatch(self)  # RNG reseeds and rebound state tensors (cgtool/trace/state_watch.py)
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Tracer:
@@ -76,11 +78,13 @@ class Tracer(OpRecorder):
                 self.trace.default_stream = torch.cuda.default_stream().stream_id
             except Exception:  # noqa: BLE001 - stream ids are a nicety
                 pass
+        self.state_watch.install()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         while self.modes:
             self.modes.pop().__exit__(None, None, None)
+        self.state_watch.uninstall()
         self.ops = None
 
     def iteration(self, index: int | str, phase: str | None = None, inputs: Any = None) -> _Phase:
@@ -143,6 +147,7 @@ class _Phase:
         t.modes.append(fmode)
         self._gc_was_enabled = gc.isenabled()
         if self.record:
+            t.state_watch.begin()
             gc.disable()  # collections would rescan the growing trace again and again; resumed on exit
             dmode = _DispatchMode(t)
             dmode.__enter__()
@@ -157,6 +162,8 @@ class _Phase:
             sync_warnings_stop(t)
         for _ in range(2 if self.record else 1):
             t.modes.pop().__exit__(None, None, None)
+        if self.record:
+            t.state_watch.end()
         if self._gc_was_enabled:
             gc.enable()
         if self.it is not None and exc is not None:
@@ -195,12 +202,15 @@ class _DispatchMode(TorchDispatchMode):
         t = self.tracer
         if t.ops is None or t.mute or t.broken:
             return func(*args, **kwargs)
+        made = len(t.ops) if t.watched else -1  # while state tensors are watched: which op makes what
         try:
             tag = t.on_aten(func, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
             t.fail(exc)
             tag = False
         out = func(*args, **kwargs)
+        if made >= 0 and t.ops is not None and len(t.ops) > made:
+            t.note_made(out, made)
         if tag or t.sized_by_data is not None:
             try:
                 if tag:

@@ -6,8 +6,9 @@ transformers DynamicCache; each step feeds one new token and appends its keys/va
 Expected: CG301 (dynamic-shape) at the model call: the cache tensors and the attention shapes
 change between iterations; a graph replays the captured length (and the Python cache object keeps
 pointing at tensors produced during capture). The fix is a StaticCache with a fixed max length and
-a device-tensor cache_position. cgtool may also report CG402 there (the cache_position arange gets
-a different Python start every iteration).
+a device-tensor cache_position. CG406 (rebound-state) at the same line: the cache's layers are rebound to
+the new torch.cat tensors and read again in the next step. cgtool may also report CG402 there (the
+cache_position arange gets a different Python start every iteration).
 """
 
 import torch
@@ -36,5 +37,5 @@ def inputs(i, device):
 
 @torch.no_grad()
 def step(model, cache, token):
-    out = model(input_ids=token, past_key_values=cache, use_cache=True)  # expect: CG301
+    out = model(input_ids=token, past_key_values=cache, use_cache=True)  # expect: CG301 CG406
     return out.logits[:, -1]

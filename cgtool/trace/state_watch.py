@@ -1,0 +1,219 @@
+"""Host-side state a CUDA graph cannot replay, watched by the Tracer on the CPU run and the GPU run alike.
+
+- RNG reseeds and RNG state set inside the step (`torch.manual_seed`, `torch.cuda.manual_seed_all`,
+  `set_rng_state`, `fork_rng`, ...): while the Tracer is entered the entry points are wrapped, and a call made
+  during a recorded iteration by the user's code (or a library other than torch) becomes a host CALL record at
+  the user's line, `detail["rng"]` "seed", "state" or "fork". torch's own save-and-restore (checkpointing) is not
+  the user's and is left out.
+- State tensors rebound instead of updated in place: after each iteration the tensors reachable from setup's
+  state (a module's parameters, buffers and tensor attributes, dict and list entries, a user object's attributes,
+  a few levels deep) are compared by identity with those after the previous one; a path that now holds another
+  tensor object becomes a Rebind of the iteration. A path rebound once is watched in the next iteration: whether
+  the step reads the old tensor (state that flows between iterations, not a value recomputed before each use),
+  and which op made the new one (its line).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import sys
+import types
+import weakref
+from itertools import islice
+from typing import Any, Iterator
+
+import torch
+
+from cgtool.model.trace import CALL, OpRecord, Rebind
+from cgtool.script.contract import STEP_WATCHERS, Args, Script
+from cgtool.script.frames import def_frame
+
+Tensor = torch.Tensor
+
+# (module, attribute, what it does to the RNG): the public entry points, wrapped where each is reached from.
+_RNG_CALLS = (
+    ("torch", "manual_seed", "seed"), ("torch", "seed", "seed"), ("torch", "set_rng_state", "state"),
+    ("torch.random", "manual_seed", "seed"), ("torch.random", "seed", "seed"),
+    ("torch.random", "set_rng_state", "state"), ("torch.random", "fork_rng", "fork"),
+    ("torch.cuda", "manual_seed", "seed"), ("torch.cuda", "manual_seed_all", "seed"), ("torch.cuda", "seed", "seed"),
+    ("torch.cuda", "seed_all", "seed"), ("torch.cuda", "set_rng_state", "state"),
+    ("torch.cuda", "set_rng_state_all", "state"),
+    ("torch.cuda.random", "manual_seed", "seed"), ("torch.cuda.random", "manual_seed_all", "seed"),
+    ("torch.cuda.random", "seed", "seed"), ("torch.cuda.random", "seed_all", "seed"),
+    ("torch.cuda.random", "set_rng_state", "state"), ("torch.cuda.random", "set_rng_state_all", "state"),
+)
+_TORCH_DIR = os.path.dirname(torch.__file__).replace("\\", "/") + "/"
+# torch's RNG plumbing between the user's call and the wrapped one: torch.manual_seed calls
+# torch.cuda.manual_seed_all, fork_rng's exit (through contextlib) calls set_rng_state.
+_PLUMBING = (_TORCH_DIR + "random.py", _TORCH_DIR + "cuda/random.py", _TORCH_DIR + "cuda/__init__.py", "/contextlib.py")
+_MAX_DEPTH = 3  # containers below the step's arguments: state['ema'][0] is depth 2
+_MAX_ENTRIES = 1000  # per container
+_MAX_TENSORS = 100_000
+
+
+class StateWatch:
+    """The Tracer's watch of host-side state (see the module docstring). `tracer` is the OpRecorder whose
+    iteration records it extends: its `ops`, `frame_table`, `current`, `watched`, `read_paths` and `made`."""
+
+    def __init__(self, tracer: Any) -> None:
+        self.tracer = tracer
+        self.saved: list[tuple[Any, str, Any]] = []
+        self.inside = 0  # >0 inside a wrapped RNG call: torch's nested calls are the same call
+        self.roots: list[tuple[str, Any]] | None = None  # the step's state arguments, by parameter name
+        self.step_frame = -1  # the step's `def` line (trace frame index), for a rebinding of unknown origin
+        self.seen: dict[str, weakref.ref] | None = None  # path -> tensor at the end of the previous iteration
+
+    # ---- lifecycle (Tracer.__enter__/__exit__, each iteration's enter/exit) ------------------------------
+    def install(self) -> None:
+        for module_name, attr, kind in _RNG_CALLS:
+            owner = sys.modules.get(module_name)
+            real = getattr(owner, attr, None) if owner is not None else None
+            if real is None or getattr(real, "_cgtool_rng", False):
+                continue
+            self.saved.append((owner, attr, real))
+            setattr(owner, attr, self._wrap(real, f"{module_name}.{attr}", kind))
+
+    def uninstall(self) -> None:
+        while self.saved:
+            owner, attr, real = self.saved.pop()
+            setattr(owner, attr, real)
+
+    def begin(self) -> None:
+        STEP_WATCHERS.append(self.on_step)
+
+    def end(self) -> None:
+        """After a recorded iteration: its rebinds, and what the next iteration watches."""
+        if self.on_step in STEP_WATCHERS:
+            STEP_WATCHERS.remove(self.on_step)
+        try:
+            self._compare()
+        except Exception as exc:  # noqa: BLE001 - a watch failure must not reach the user's code
+            self.tracer.fail(exc)
+
+    def _compare(self) -> None:
+        t = self.tracer
+        it, ops = t.current, t.ops
+        watched = {path for ref, path in t.watched.values()}
+        made, read = t.made, t.read_paths
+        t.watched, t.made, t.read_paths = {}, {}, set()
+        if self.roots is None or it is None or t.broken:
+            return
+        t.mute += 1  # walking modules and dicts issues no op of the user's, but be sure
+        try:
+            now = dict(_state_tensors(self.roots))
+        finally:
+            t.mute -= 1
+        if self.seen is not None:
+            for path, tensor in now.items():
+                ref = self.seen.get(path)
+                if ref is None or ref() is tensor:
+                    continue
+                k = made.get(id(tensor), -1)
+                frame = ops[k].frame if ops is not None and 0 <= k < len(ops) and ops[k].frame >= 0 \
+                    else self.step_frame
+                it.rebinds.append(Rebind(path, frame, (path in read) if path in watched else None))
+        self.seen = {path: weakref.ref(tensor) for path, tensor in now.items()}
+        t.watched = {id(now[r.path]): (weakref.ref(now[r.path]), r.path) for r in it.rebinds}
+
+    def on_step(self, script: Script, state: Args) -> None:
+        """STEP_WATCHERS hook: the step's state arguments (once; the harness passes the same state each time)."""
+        if self.roots is not None:
+            return
+        try:
+            step = inspect.unwrap(script.step)
+            code = getattr(step, "__code__", None)
+            names = _positional_names(step, len(state.args))
+            self.roots = [*zip(names, state.args), *state.kwargs.items()]
+            if code is not None:
+                frames = self.tracer.trace.frames
+                self.step_frame = len(frames)
+                frames.append(def_frame(code))
+        except Exception as exc:  # noqa: BLE001 - a watch failure must not reach the user's step
+            self.tracer.fail(exc)
+
+    # ---- RNG calls -----------------------------------------------------------------------------------
+    def _wrap(self, real: Any, name: str, kind: str) -> Any:
+        @functools.wraps(real)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if self.inside == 0:
+                try:
+                    self._record(name, kind, sys._getframe(1))
+                except Exception as exc:  # noqa: BLE001 - never break the user's call
+                    self.tracer.fail(exc)
+            self.inside += 1
+            try:
+                return real(*args, **kwargs)
+            finally:
+                self.inside -= 1
+
+        wrapper._cgtool_rng = True  # type: ignore[attr-defined]
+        return wrapper
+
+    def _record(self, name: str, kind: str, f: types.FrameType | None) -> None:
+        t = self.tracer
+        if t.ops is None or t.broken or t.mute:
+            return
+        while f is not None and f.f_code.co_filename.replace("\\", "/").endswith(_PLUMBING):
+            f = f.f_back
+        if f is None or f.f_code.co_filename.replace("\\", "/").startswith(_TORCH_DIR):
+            return  # torch's own save and restore (torch.utils.checkpoint), not the user's reseed
+        inner, outer = t.frame_table.locate(f)
+        if inner < 0:
+            return  # the harness's, or under inputs()
+        t.ops.append(OpRecord(CALL, name, frame=inner, outer=outer, host=True, detail={"rng": kind},
+                              lib=t.frame_table.issuer))
+
+
+def _positional_names(step: Any, n: int) -> list[str]:
+    try:
+        params = [p for p in inspect.signature(step).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    return [params[i].name if i < len(params) else f"arg{i}" for i in range(n)]
+
+
+def _state_tensors(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, Tensor]]:
+    """(path, tensor) for every tensor reachable from the roots: modules (parameters, buffers, tensor
+    attributes, their submodules), dict and list entries and a user object's attributes, _MAX_DEPTH deep.
+    Optimizers and torch's other objects are not walked: they update their own state in place."""
+    seen: set[int] = set()
+    count = 0
+    stack: list[tuple[str, Any, int]] = [(name, value, 0) for name, value in reversed(roots)]
+    while stack and count < _MAX_TENSORS:
+        path, value, depth = stack.pop()
+        if isinstance(value, Tensor):
+            count += 1
+            yield path, value
+            continue
+        if id(value) in seen or depth > _MAX_DEPTH:
+            continue
+        seen.add(id(value))
+        if isinstance(value, torch.nn.Module):
+            for prefix, m in value.named_modules(prefix=path):
+                for group in (m._parameters, m._buffers, m.__dict__):
+                    for k, v in islice(group.items(), _MAX_ENTRIES):
+                        if isinstance(v, Tensor):
+                            count += 1
+                            yield f"{prefix}.{k}", v
+        elif isinstance(value, dict):
+            for k, v in list(value.items())[:_MAX_ENTRIES]:
+                if isinstance(k, (str, int)):
+                    stack.append((f"{path}[{k!r}]", v, depth + 1))
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value[:_MAX_ENTRIES]):
+                stack.append((f"{path}[{i}]", v, depth + 1))
+        elif _user_object(value):
+            for k, v in list(vars(value).items())[:_MAX_ENTRIES]:
+                stack.append((f"{path}.{k}", v, depth + 1))
+
+
+def _user_object(value: Any) -> bool:
+    """An instance of a class of the user's or a library's (a Trainer, an EMA helper), not torch's own object
+    (an optimizer, a GradScaler), a module, a class or a function."""
+    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType)):
+        return False
+    module = type(value).__module__ or ""
+    return hasattr(value, "__dict__") and module != "builtins" and not module.startswith("torch")
