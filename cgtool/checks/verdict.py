@@ -19,7 +19,7 @@ from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, ReplayChe
 from cgtool.model.rules import CAPTURE_FAILS, RULE_BY_ID
 
 # Findings made by comparing steady-state iterations: the trace itself saw the difference.
-_SEEN_BETWEEN_ITERATIONS = ("CG301", "CG302")
+_SEEN_BETWEEN_ITERATIONS = ("CG301", "CG302", "CG406")  # CG406: a tensor rebound between iterations
 
 
 def observed_between_iterations(f: Finding) -> bool:
