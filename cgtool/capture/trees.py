@@ -11,6 +11,7 @@ import warnings
 from typing import Any
 
 from cgtool.model.compiled_logs import is_cudagraph_logger
+from cgtool.trace.patches import Patches
 
 
 class TreesObserver:
@@ -24,7 +25,7 @@ class TreesObserver:
         self.closures: list[Any] = []  # the cudagraphify_impl results (their fn_cache maps key -> function)
         self.keep_graph_ok: bool | None = None
         self.iteration: int | None = None
-        self._undo: list[Any] = []
+        self._patches = Patches()
 
     def __enter__(self) -> TreesObserver:
         import torch
@@ -33,7 +34,7 @@ class TreesObserver:
 
         # INFO/DEBUG of the cudagraphs artifact: recordings, re-record reasons (beside the compile watch's)
         torch_logs.want("cudagraphs")
-        self._undo.append(lambda: torch_logs.release("cudagraphs"))
+        self._patches.on_undo(lambda: torch_logs.release("cudagraphs"))
         self._hook_logging()
         self._hook_warnings()
         self._hook_cudagraphify()
@@ -42,12 +43,7 @@ class TreesObserver:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        for undo in reversed(self._undo):
-            try:
-                undo()
-            except Exception:
-                pass
-        self._undo.clear()
+        self._patches.undo_all()
 
     def _hook_logging(self) -> None:
         from cgtool.trace.torch_logs import keep_records
@@ -59,7 +55,7 @@ class TreesObserver:
                 "args": [str(a) for a in record.args] if isinstance(record.args, tuple) else [],
                 "message": record.getMessage()[:20000], "call": self._call()})
 
-        self._undo.append(keep_records(is_cudagraph_logger, keep))
+        self._patches.on_undo(keep_records(is_cudagraph_logger, keep))
 
     def _call(self) -> dict[str, Any] | None:
         if self.call_frame is None:
@@ -85,7 +81,7 @@ class TreesObserver:
             warnings.showwarning = orig
             warnings.filters[:] = filters
 
-        self._undo.append(undo)
+        self._patches.on_undo(undo)
 
     def _hook_cudagraphify(self) -> None:
         import torch._inductor.cudagraph_trees as cgt
@@ -99,7 +95,7 @@ class TreesObserver:
             return fn
 
         cgt.cudagraphify_impl = cudagraphify_impl  # compile_fx imports it at call time
-        self._undo.append(lambda: setattr(cgt, "cudagraphify_impl", orig))
+        self._patches.on_undo(lambda: setattr(cgt, "cudagraphify_impl", orig))
 
     def _keep_graphs(self, torch: Any) -> None:
         """The trees make CUDAGraph() with keep_graph=False, which frees the cudaGraph_t after instantiation;
@@ -114,7 +110,7 @@ class TreesObserver:
                 super().__init__(True, *args, **kwargs)
 
         torch.cuda.CUDAGraph = CUDAGraph
-        self._undo.append(lambda: setattr(torch.cuda, "CUDAGraph", orig))
+        self._patches.on_undo(lambda: setattr(torch.cuda, "CUDAGraph", orig))
         try:
             g, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
             x = torch.ones(8, device="cuda")

@@ -21,6 +21,7 @@ from cgtool.model.compiled import CompileSite
 from cgtool.model.frame import Frame
 from cgtool.script.frames import is_user_file, make_frame
 from cgtool.trace.compile_sites import CUDAGRAPH_MODES, called_by_module_compile, code_of, code_ranges, site_of
+from cgtool.trace.patches import Patches
 DYNAMO_ARTIFACTS = ("__graph_breaks", "__recompiles")
 
 
@@ -40,21 +41,21 @@ class CompileWatch:
         self.phase = "load"
         self.iteration: int | None = None
         self._inside = threading.local()
-        self._undo: list[Any] = []
+        self._patches = Patches()
 
     # -- switching on and off -------------------------------------------------------------------------------
     def __enter__(self) -> CompileWatch:
         import torch
 
         self._orig_compile = torch.compile
-        self._wrap(torch, "compile", self._compile_wrapper(torch.compile))
+        self._patches.set(torch, "compile", self._compile_wrapper(torch.compile))
         # torch._dynamo costs about a second to import: wrap its `optimize` now if it is loaded, else when it is
         if "torch._dynamo" in sys.modules:
             self._wrap_optimize()
         else:
             hook = _AfterImport("torch._dynamo", self._wrap_optimize)
             sys.meta_path.insert(0, hook)
-            self._undo.append(lambda: sys.meta_path.remove(hook) if hook in sys.meta_path else None)
+            self._patches.on_undo(lambda: sys.meta_path.remove(hook) if hook in sys.meta_path else None)
         self._hook_logging(torch)
         self._no_compile_caches()
         return self
@@ -65,17 +66,12 @@ class CompileWatch:
 
         opt = torch._dynamo.optimize
         wrapped = self._optimize_wrapper(opt)
-        self._wrap(torch._dynamo, "optimize", wrapped)
+        self._patches.set(torch._dynamo, "optimize", wrapped)
         if getattr(ef, "optimize", None) is opt:
-            self._wrap(ef, "optimize", wrapped)
+            self._patches.set(ef, "optimize", wrapped)
 
     def __exit__(self, *exc: object) -> None:
-        for undo in reversed(self._undo):
-            try:
-                undo()
-            except Exception:
-                pass
-        self._undo.clear()
+        self._patches.undo_all()
 
     def _no_compile_caches(self) -> None:
         """inductor's FX graph cache and AOT autograd's cache skip the compile on a hit, and with it torch's records
@@ -90,17 +86,12 @@ class CompileWatch:
             if module not in sys.modules:
                 old = os.environ.get(env)
                 os.environ[env] = "0"
-                self._undo.append(lambda env=env, old=old: os.environ.pop(env, None) if old is None
+                self._patches.on_undo(lambda env=env, old=old: os.environ.pop(env, None) if old is None
                                   else os.environ.__setitem__(env, old))
                 continue
             cfg = importlib.import_module(module)
             if getattr(cfg, name, None):
-                self._wrap(cfg, name, False)
-
-    def _wrap(self, owner: Any, name: str, new: Any) -> None:
-        old = getattr(owner, name)
-        setattr(owner, name, new)
-        self._undo.append(lambda: setattr(owner, name, old))
+                self._patches.set(cfg, name, False)
 
     # -- what is compiled, and where --------------------------------------------------------------------------
     @property
@@ -172,14 +163,14 @@ class CompileWatch:
         from cgtool.trace import torch_logs
 
         torch_logs.want("graph_breaks", "recompiles")
-        self._undo.append(lambda: torch_logs.release("graph_breaks", "recompiles"))
+        self._patches.on_undo(lambda: torch_logs.release("graph_breaks", "recompiles"))
 
         def keep(record: logging.LogRecord, logger: str) -> None:
             self.records.append({"logger": logger, "level": record.levelname, "phase": self.phase,
                                  "iteration": self.iteration, "message": record.getMessage()[:20000],
                                  "call": _frame_json(self.call_frame())})
 
-        self._undo.append(torch_logs.keep_records(lambda name: name.endswith(DYNAMO_ARTIFACTS), keep))
+        self._patches.on_undo(torch_logs.keep_records(lambda name: name.endswith(DYNAMO_ARTIFACTS), keep))
 
     def call_frame(self, start: types.FrameType | None = None) -> Frame | None:
         """The user's line that called into compiled code: the innermost user frame outside every compiled
