@@ -165,8 +165,7 @@ class CompiledRun:
 
     @property
     def graphing(self) -> bool:
-        """Some compile call asks for CUDA graphs (torch.compile's trees make them)."""
-        return any(s.cudagraphs for s in self.sites)
+        return wants_cudagraphs(self.sites)
 
     @property
     def kernel_share(self) -> float | None:
@@ -230,6 +229,11 @@ class CompiledRun:
             observe_cost=d.get("observe_cost"),
             notes=list(d.get("notes", [])),
         )
+
+
+def wants_cudagraphs(sites: list[CompileSite]) -> bool:
+    """Some compile call asks for CUDA graphs (or for a backend whose graphs only a run can tell)."""
+    return any(s.cudagraphs for s in sites)
 
 
 def describe_mode(sites: list[CompileSite]) -> str:

@@ -24,18 +24,24 @@ def capture_compiled(script: Script, settings: dict[str, Any], report: Report, p
     report.compiled = run
     watch.phase = "step"
     untraced = dict(settings, checks=False)
-    before = dynamo_graphs() or 0
+    before = dynamo_graphs()
     try:
         run_gpu_pipeline(script, untraced, report, progress, work_dir, state=state)
     finally:
         run.sites = list(watch.sites)
         run.breaks = breaks_from_records(watch.records)
         run.events = recompile_events(watch.records)
-        run.dynamo_graphs = None if dynamo_graphs() is None else (dynamo_graphs() or 0) - before
+        run.dynamo_graphs = dynamo_graphs_since(before)
         _kernels(run, report)
     report.skipped.append("the tracer's checks (CG1xx-CG4xx) during warmup and capture: dynamo runs nothing compiled "
                           "under them, so the capture ran untraced; a failed capture is named by its traceback")
     return run
+
+
+def dynamo_graphs_since(before: int | None) -> int | None:
+    """Graphs dynamo compiled since a `dynamo_graphs()` reading (None when torch keeps no count)."""
+    now = dynamo_graphs()
+    return None if now is None else now - (before or 0)
 
 
 def dynamo_graphs() -> int | None:

@@ -33,9 +33,9 @@ def run_compiled_on_cpu(script: Script, settings: dict[str, Any], report: Report
     progress.phase("dynamo", f"{warm} iterations on CPU with dynamo on (backend \"eager\"): graph breaks")
     start, device, phase = len(watch.records), torch.device("cpu"), "load"
     torch._dynamo.reset()  # what dynamo compiled before (another script in this process) would hide recompiles
-    from cgtool.pipeline.compiled_capture import dynamo_graphs
+    from cgtool.pipeline.compiled_capture import dynamo_graphs, dynamo_graphs_since
 
-    before = dynamo_graphs() or 0
+    before = dynamo_graphs()
     try:
         again = load_script(script.path, script.entry)
         phase = "setup"
@@ -57,8 +57,8 @@ def run_compiled_on_cpu(script: Script, settings: dict[str, Any], report: Report
     run.mode = describe_mode(run.sites)
     run.breaks = breaks_from_records(watch.records[start:])
     run.events = recompile_events(watch.records[start:])
-    if run.iterations and dynamo_graphs() is not None:
-        run.dynamo_graphs = (dynamo_graphs() or 0) - before
+    if run.iterations:
+        run.dynamo_graphs = dynamo_graphs_since(before)
     run.notes.append(f"the step ran {run.iterations} times on the CPU with dynamo on (backend \"eager\")")
     report.findings, left_out = merge_cpu_findings(report.findings, run, watch.code_ranges)
     if left_out:

@@ -68,9 +68,9 @@ def _observe_trees(script: Script, settings: dict[str, Any], report: Report, pro
     warm, steady = int(settings.get("warmup", 3)), int(settings.get("compiled_steady", STEADY))
     errors: list[tuple[str, Frame | None]] = []
     start = len(watch.records)
-    from cgtool.pipeline.compiled_capture import dynamo_graphs
+    from cgtool.pipeline.compiled_capture import dynamo_graphs, dynamo_graphs_since
 
-    before = dynamo_graphs() or 0
+    before = dynamo_graphs()
     with TreesObserver(call_frame=watch.call_frame) as obs:
         if state is None:
             progress.phase("setup", "the compiled step runs as written: no capture of cgtool's own, no tracer")
@@ -105,7 +105,7 @@ def _observe_trees(script: Script, settings: dict[str, Any], report: Report, pro
     run.events = (events_from_records(obs.records) + events_from_warnings(obs.warnings)
                   + events_from_errors(errors) + recompile_events(watch.records[start:]))
     run.breaks = breaks_from_records(watch.records)
-    run.dynamo_graphs = None if dynamo_graphs() is None else (dynamo_graphs() or 0) - before
+    run.dynamo_graphs = dynamo_graphs_since(before)
     run.sites = list(watch.sites)  # compile calls made during the step too
     if mgr is None:
         run.notes.append("torch.compile made no CUDAGraph tree: every compiled graph ran without CUDA graphs")

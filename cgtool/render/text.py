@@ -79,7 +79,7 @@ def render_text(result: LintResult, *, color: bool = False, width: int = 100) ->
     return buf.getvalue()
 
 
-def _rule_list(out: Console, heading: str, rule_ids: list[str]) -> None:
+def _rule_list(out: SafeConsole, heading: str, rule_ids: list[str]) -> None:
     out.print(Text(heading, style="yellow"), soft_wrap=True)
     for rule_id in rule_ids:
         rule = RULE_BY_ID.get(rule_id)

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from cgtool.model.compiled import CompileSite
+from cgtool.model.compiled import CompileSite, wants_cudagraphs
 from cgtool.model.frame import Frame
 from cgtool.script.frames import is_user_file, make_frame
 from cgtool.trace.compile_sites import CUDAGRAPH_MODES, called_by_module_compile, code_of, code_ranges, site_of
@@ -56,7 +56,7 @@ class CompileWatch:
             hook = _AfterImport("torch._dynamo", self._wrap_optimize)
             sys.meta_path.insert(0, hook)
             self._patches.on_undo(lambda: sys.meta_path.remove(hook) if hook in sys.meta_path else None)
-        self._hook_logging(torch)
+        self._hook_logging()
         self._no_compile_caches()
         return self
 
@@ -96,8 +96,7 @@ class CompileWatch:
     # -- what is compiled, and where --------------------------------------------------------------------------
     @property
     def graphing(self) -> bool:
-        """Some compile call asks for CUDA graphs (or for a backend whose graphs only a run can tell)."""
-        return any(s.cudagraphs for s in self.sites)
+        return wants_cudagraphs(self.sites)
 
     def _compile_wrapper(self, orig: Any) -> Any:
         watch = self
@@ -159,7 +158,7 @@ class CompileWatch:
         return self._call(compile_)
 
     # -- torch's run-time records --------------------------------------------------------------------------
-    def _hook_logging(self, torch: Any) -> None:
+    def _hook_logging(self) -> None:
         from cgtool.trace import torch_logs
 
         torch_logs.want("graph_breaks", "recompiles")

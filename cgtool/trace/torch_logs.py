@@ -1,11 +1,10 @@
 """torch's log artifacts that cgtool switches on (`cudagraphs`, `graph_breaks`, `recompiles`), shared by the
 observers that need them. `torch._logging.set_logs(...)` replaces every setting at once, so each observer asks for
-its artifacts here and the union is applied; what the user set through TORCH_LOGS is left alone."""
+its artifacts here and the union is applied (in the worker; records below WARNING stay off the console)."""
 
 from __future__ import annotations
 
 import logging
-import os
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -46,8 +45,6 @@ def keep_records(accept: Callable[[str], bool], keep: Callable[[logging.LogRecor
 
 
 def _apply() -> None:
-    if os.environ.get("TORCH_LOGS"):
-        return  # the user's own logging setup wins; the records still come (at the user's levels)
     import torch
 
     try:
