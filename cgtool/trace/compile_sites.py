@@ -10,7 +10,7 @@ from typing import Any
 
 from cgtool.model.compiled import CompileSite
 from cgtool.model.frame import Frame
-from cgtool.script.frames import CGTOOL_DIR, is_user_file, make_frame
+from cgtool.script.frames import is_user_file, make_frame
 
 CUDAGRAPH_MODES = ("reduce-overhead", "max-autotune")
 
@@ -50,18 +50,13 @@ def _inductor_cudagraphs_on() -> bool:
         return False
 
 
-def _torch_dir() -> str:
-    import torch
-
-    return os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
-
-
 def _site_frame(f: types.FrameType | None) -> Frame | None:
     """The innermost frame outside torch and cgtool: where the compile call was written (user or library)."""
-    torch_dir = _torch_dir()
+    from cgtool.trace.standin_api import TORCH_AND_CGTOOL
+
     while f is not None:
-        path = os.path.abspath(f.f_code.co_filename)
-        if not path.startswith((torch_dir, CGTOOL_DIR)) and not f.f_code.co_filename.startswith("<"):
+        path = os.path.abspath(f.f_code.co_filename).replace("\\", "/")
+        if not path.startswith(TORCH_AND_CGTOOL) and not f.f_code.co_filename.startswith("<"):
             return make_frame(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None

@@ -78,8 +78,8 @@ def called_by_user(depth: int = 2) -> bool:
 
 # torch's and cgtool's own package folders (not any path with a folder named "torch": a venv in /opt/torch/
 # holds transformers too, which must get a GPU machine's answers)
-_INSIDE = tuple(os.path.abspath(d).replace("\\", "/").rstrip("/") + "/"
-                for d in (os.path.dirname(torch.__file__), CGTOOL_DIR))
+TORCH_DIR = os.path.abspath(os.path.dirname(torch.__file__)).replace("\\", "/").rstrip("/") + "/"
+TORCH_AND_CGTOOL = (TORCH_DIR, os.path.abspath(CGTOOL_DIR).replace("\\", "/").rstrip("/") + "/")
 
 
 def called_outside_torch(depth: int = 2) -> bool:
@@ -88,7 +88,7 @@ def called_outside_torch(depth: int = 2) -> bool:
     path = sys._getframe(depth).f_code.co_filename
     if path.startswith("<"):
         return False
-    return not os.path.abspath(path).replace("\\", "/").startswith(_INSIDE)
+    return not os.path.abspath(path).replace("\\", "/").startswith(TORCH_AND_CGTOOL)
 
 
 class Stream:

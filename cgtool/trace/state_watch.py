@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 import sys
 import types
 import weakref
@@ -29,6 +28,7 @@ import torch
 from cgtool.model.trace import CALL, OpRecord, Rebind
 from cgtool.script.contract import STEP_WATCHERS, Args, Script
 from cgtool.script.frames import def_frame
+from cgtool.trace.standin_api import TORCH_DIR
 
 Tensor = torch.Tensor
 
@@ -44,10 +44,9 @@ _RNG_CALLS = (
     ("torch.cuda.random", "seed", "seed"), ("torch.cuda.random", "seed_all", "seed"),
     ("torch.cuda.random", "set_rng_state", "state"), ("torch.cuda.random", "set_rng_state_all", "state"),
 )
-_TORCH_DIR = os.path.dirname(torch.__file__).replace("\\", "/") + "/"
 # torch's RNG plumbing between the user's call and the wrapped one: torch.manual_seed calls
 # torch.cuda.manual_seed_all, fork_rng's exit (through contextlib) calls set_rng_state.
-_PLUMBING = (_TORCH_DIR + "random.py", _TORCH_DIR + "cuda/random.py", _TORCH_DIR + "cuda/__init__.py", "/contextlib.py")
+_PLUMBING = (TORCH_DIR + "random.py", TORCH_DIR + "cuda/random.py", TORCH_DIR + "cuda/__init__.py", "/contextlib.py")
 _MAX_DEPTH = 3  # containers below the step's arguments: state['ema'][0] is depth 2
 _MAX_ENTRIES = 1000  # per container
 _MAX_TENSORS = 100_000
@@ -157,7 +156,7 @@ class StateWatch:
             return
         while f is not None and f.f_code.co_filename.replace("\\", "/").endswith(_PLUMBING):
             f = f.f_back
-        if f is None or f.f_code.co_filename.replace("\\", "/").startswith(_TORCH_DIR):
+        if f is None or f.f_code.co_filename.replace("\\", "/").startswith(TORCH_DIR):
             return  # torch's own save and restore (torch.utils.checkpoint), not the user's reseed
         inner, outer = t.frame_table.locate(f)
         if inner < 0:
