@@ -45,8 +45,10 @@ _RNG_CALLS = (
     ("torch.cuda.random", "set_rng_state", "state"), ("torch.cuda.random", "set_rng_state_all", "state"),
 )
 # torch's RNG plumbing between the user's call and the wrapped one: torch.manual_seed calls
-# torch.cuda.manual_seed_all, fork_rng's exit (through contextlib) calls set_rng_state.
-_PLUMBING = (TORCH_DIR + "random.py", TORCH_DIR + "cuda/random.py", TORCH_DIR + "cuda/__init__.py", "/contextlib.py")
+# torch.cuda.manual_seed_all, fork_rng's exit (through contextlib) calls set_rng_state; once torch._dynamo is
+# loaded, torch.manual_seed is wrapped by torch._disable_dynamo (torch/_compile.py).
+_PLUMBING = (TORCH_DIR + "random.py", TORCH_DIR + "cuda/random.py", TORCH_DIR + "cuda/__init__.py",
+             TORCH_DIR + "_compile.py", TORCH_DIR + "_dynamo/eval_frame.py", "/contextlib.py")
 _MAX_DEPTH = 3  # containers below the step's arguments: state['ema'][0] is depth 2
 _MAX_ENTRIES = 1000  # per container
 _MAX_TENSORS = 100_000
