@@ -148,3 +148,25 @@ def test_parse_histogram() -> None:
             parse_histogram(bad)
     with pytest.raises(ValueError):
         range_histogram(5, 2)
+
+
+def test_parse_sizes_lists_and_ranges() -> None:
+    from cgtool.bench.size_plan import parse_sizes
+
+    assert parse_sizes("1,2,4") == [1, 2, 4]
+    assert parse_sizes("1:256") == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert parse_sizes("1:24") == [1, 2, 4, 8, 16, 24]
+    assert parse_sizes("8:32:8,1") == [8, 16, 24, 32, 1]
+    for bad in ("0", "a", "4:2", "1:8:0", "1:2:3:4", "", "-1"):
+        with pytest.raises(ValueError):
+            parse_sizes(bad)
+
+
+def test_parse_bytes() -> None:
+    from cgtool.bench.size_plan import parse_bytes
+
+    assert parse_bytes("512MiB") == 512 * MiB and parse_bytes("2GiB") == 2**31 and parse_bytes("1.5G") == 3 * 2**29
+    assert parse_bytes("300m") == 300 * MiB and parse_bytes("4096") == 4096 and parse_bytes("8KB") == 8192
+    for bad in ("", "x", "-1G", "0", "inf"):
+        with pytest.raises(ValueError):
+            parse_bytes(bad)

@@ -12,6 +12,7 @@ import bisect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,29 @@ def recommend(model: CostModel, histogram: Mapping[int, float], budget_bytes: fl
     return current
 
 
+def model_of_report(report: Any) -> CostModel:
+    """The cost model of a bench sweep (a BenchReport): wall times, pool bytes, capture + instantiate time per
+    size, and the shared-pool measurement when the sweep made one."""
+    points = tuple(SizeCost(int(r.size), int(r.pool_bytes or 0), float((r.capture_ms or 0) + (r.instantiate_ms or 0)),
+                            r.eager.wall.median, r.replay.wall.median) for r in report.results if r.size is not None)
+    if not points:
+        raise ValueError("planning needs a sweep: run bench with --sizes")
+    extra = 1.0
+    if report.shared_pool is not None:
+        extra = shared_extra({p.size: p.pool_bytes for p in points}, report.shared_pool.pool_reserved)
+    return CostModel(points, extra)
+
+
+def compare_plans(model: CostModel, histogram: Mapping[int, float], budget_bytes: float,
+                  max_sizes: int | None = None) -> list[tuple[str, Plan]]:
+    """The recommended set next to vLLM's default list up to the histogram's largest batch and to every measured
+    size captured: (label, plan) rows for the table."""
+    top = max(histogram)
+    return [("recommended", recommend(model, histogram, budget_bytes, max_sizes)),
+            ("vLLM default", evaluate(model, histogram, vllm_sizes(top))),
+            ("every measured size", evaluate(model, histogram, model.sizes))]
+
+
 def vllm_sizes(max_size: int) -> list[int]:
     """vLLM's default capture sizes up to max_size: 1, 2, 4, then every 8 below 256, then every 16 from 256
     (vllm/config/vllm.py, set_cudagraph_sizes: [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16))."""
@@ -192,5 +216,49 @@ def parse_histogram(data: object) -> dict[int, float]:
     return hist
 
 
-__all__ = ["CostModel", "Plan", "SizeCost", "evaluate", "parse_histogram", "range_histogram", "recommend",
+def parse_sizes(text: str) -> list[int]:
+    """`1,2,4,8`; `LOW:HIGH` for the powers of two from LOW to HIGH (HIGH included); `LOW:HIGH:STEP` for a range."""
+    sizes: list[int] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if ":" not in part:
+            sizes.append(_whole(part))
+            continue
+        bits = [_whole(b) for b in part.split(":")]
+        if len(bits) not in (2, 3) or bits[0] < 1 or bits[1] < bits[0] or (len(bits) == 3 and bits[2] < 1):
+            raise ValueError(f"a size range is LOW:HIGH or LOW:HIGH:STEP with 1 <= LOW <= HIGH, got {part!r}")
+        if len(bits) == 3:
+            sizes += list(range(bits[0], bits[1] + 1, bits[2]))
+        else:
+            n = bits[0]
+            while n < bits[1]:
+                sizes.append(n)
+                n *= 2
+            sizes.append(bits[1])
+    if not sizes or any(s < 1 for s in sizes):
+        raise ValueError("sizes must be positive whole numbers")
+    return list(dict.fromkeys(sizes))
+
+
+def parse_bytes(text: str) -> int:
+    """`512MiB`, `2GiB`, `1.5G`, `300M`, or a plain number of bytes (binary units: K, M, G = 2**10, 2**20, 2**30)."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(t[-1:], 1) if t else 1
+    number = t[:-1] if scale > 1 else t
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"not a memory size: {text!r} (write e.g. 512MiB or 2GiB)") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"a memory size must be positive, got {text!r}")
+    return int(value * scale)
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"expected whole numbers, got {text!r}") from None
+
+
+__all__ = ["CostModel", "Plan", "SizeCost", "compare_plans", "evaluate", "model_of_report", "parse_bytes", "parse_histogram", "parse_sizes", "range_histogram", "recommend",
            "shared_extra", "step_us", "vllm_sizes"]
