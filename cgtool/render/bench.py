@@ -12,7 +12,7 @@ from cgtool.bench.adaptive import BUDGET, CONVERGED, ITERATIONS, RoundStatus
 from cgtool.bench.compare import FASTER, REGRESSED, SLOWER, Comparison
 from cgtool.bench.estimate import Estimate, ModeResult
 from cgtool.bench.result import FLOOR_KERNELS, FLOOR_REPLAY_GPU, BenchReport, BenchResult
-from cgtool.render.units import fmt_bytes, fmt_us
+from cgtool.render.units import fmt_bytes, fmt_graph_memory, fmt_us
 
 _STATUS_STYLE = {REGRESSED: "bold red", SLOWER: "yellow", FASTER: "green"}
 
@@ -141,15 +141,10 @@ _FLOOR_TEXT = {FLOOR_KERNELS: "GPU busy time of the replay's kernels",
 
 
 def pool_text(result: BenchResult) -> str | None:
-    """`graph pool 34.0 MiB (30.0 MiB in live tensors) · static inputs 8.0 KiB, output 64.0 KiB · capture peak 33 MiB`."""
-    mem = result.memory
-    if mem is None:
-        return f"graph pool {fmt_bytes(result.pool_bytes)}" if result.pool_bytes is not None else None
-    text = (f"graph pool {fmt_bytes(mem.pool_reserved)} ({fmt_bytes(mem.pool_allocated)} in live tensors) · "
-            f"static inputs {fmt_bytes(mem.static_input_bytes)}, output {fmt_bytes(mem.static_output_bytes)}")
-    if mem.capture_peak_bytes is not None:
-        text += f" · capture peak {fmt_bytes(mem.capture_peak_bytes)}"
-    return text
+    """The graph's memory line: the pool split, static buffers, capture peak (or the pool alone, from old JSON)."""
+    if result.memory is not None:
+        return fmt_graph_memory(result.memory)
+    return f"graph pool {fmt_bytes(result.pool_bytes)}" if result.pool_bytes is not None else None
 
 
 def memory_table(report: BenchReport) -> Table:
