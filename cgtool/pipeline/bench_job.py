@@ -45,7 +45,10 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
                 errors.append(failed.record)
                 break  # the CUDA context is unusable after a failed capture
         if len(results) > 1 and not errors:
-            shared = shared_pool(script, results, settings, progress)
+            try:
+                shared = shared_pool(script, results, settings, progress)
+            except CaptureFailed as failed:  # e.g. out of memory with every size held at once
+                errors.append(failed.record)
     except CgtoolError as exc:
         errors.append(error_record("load", exc))
     except (SystemExit, KeyboardInterrupt) as exc:  # the script's own sys.exit() or KeyboardInterrupt
@@ -84,10 +87,18 @@ def shared_pool(script: Any, results: list[BenchResult], settings: dict[str, Any
 
     sizes = sorted((r.size for r in results if r.size is not None), reverse=True)
     handle = torch.cuda.graph_pool_handle()
+    device = torch.device("cuda")
+    state = None
+    if not script.setup_takes_size():  # one model for every size, as in a server
+        try:
+            state = script.call_setup(device)
+        except Exception as exc:
+            raise ScriptRaised("setup", exc) from None
     kept, ms = [], 0.0
     for size in sizes:
-        captured = run_to_capture(script, torch.device("cuda"), {**settings, "capture_mode": "global"}, progress,
-                                  size=size, pool=handle)
+        progress.phase("shared-pool", f"size={size}")
+        captured = run_to_capture(script, device, {**settings, "capture_mode": "global"}, progress,
+                                  size=size, state=state, pool=handle)
         kept.append(captured)  # every graph stays alive, as in a server, so the pool holds all of them at once
         ms += captured.capture_ms
     reserved, allocated = pool_memory(handle)
