@@ -70,14 +70,14 @@ def wall_us(fn, n=50):
     for _ in range(5):
         fn()
     torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(5):  # the best of 5 loops: the least-disturbed one
+    loops = []
+    for _ in range(7):  # the median of 7 loops, as bench reports medians
         t0 = time.perf_counter()
         for _ in range(n):
             fn()
         torch.cuda.synchronize()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
-    return best
+        loops.append((time.perf_counter() - t0) / n * 1e6)
+    return sorted(loops)[len(loops) // 2]
 
 
 def main():
