@@ -1,5 +1,5 @@
 """bench's measurement on the GPU: a captured step (Prepared) timed eager against replay in alternating
-blocks until the CIs are tight (the stopping rule in adaptive.py), and the summed kernel time per replay."""
+blocks until the CIs are tight (the stopping rule in adaptive.py), and the GPU busy time per replay (the floor)."""
 
 from __future__ import annotations
 
