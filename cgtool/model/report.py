@@ -13,6 +13,7 @@ from cgtool.graph.model import Graph
 from cgtool.graph.summary_counts import graph_counts
 from cgtool.model.compiled import CompiledRun
 from cgtool.model.finding import Finding
+from cgtool.model.graph_memory import GraphMemory
 from cgtool.model.partial import ModuleMap, Piecewise
 from cgtool.model.report_parts import ErrorRecord, ReplayCheck, TensorDiff, Timings
 
@@ -42,6 +43,7 @@ class Report:
     graph: Graph | None = None
     replay: ReplayCheck | None = None
     timings: Timings | None = None
+    memory: GraphMemory | None = None  # the captured graph's private pool and static buffers (allocator snapshot)
     piecewise: Piecewise | None = None  # --piecewise: the step captured in pieces at its break points
     modules: ModuleMap | None = None  # --modules DEPTH: which submodules capture on their own
     compiled: CompiledRun | None = None  # torch.compile with CUDA graphs: what its trees did (docs/compiled.md)
@@ -65,6 +67,7 @@ class Report:
             "graph": None if self.graph is None else {**self.graph.to_json(), "counts": graph_counts(self.graph)},
             "replay": None if self.replay is None else self.replay.to_json(),
             "timings": None if self.timings is None else self.timings.to_json(),
+            "memory": None if self.memory is None else self.memory.to_json(),
             "piecewise": None if self.piecewise is None else self.piecewise.to_json(),
             "modules": None if self.modules is None else self.modules.to_json(),
             "compiled": None if self.compiled is None else self.compiled.to_json(),
@@ -90,6 +93,7 @@ class Report:
             graph=None if d.get("graph") is None else Graph.from_json(d["graph"]),
             replay=None if d.get("replay") is None else ReplayCheck.from_json(d["replay"]),
             timings=None if d.get("timings") is None else Timings.from_json(d["timings"]),
+            memory=None if d.get("memory") is None else GraphMemory.from_json(d["memory"]),
             piecewise=None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"]),
             modules=None if d.get("modules") is None else ModuleMap.from_json(d["modules"]),
             compiled=None if d.get("compiled") is None else CompiledRun.from_json(d["compiled"]),

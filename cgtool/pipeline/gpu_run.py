@@ -62,6 +62,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         if driver_dot:
             report.outputs["graph.driver.dot"] = driver_dot
     inst_ms = instantiate(captured)
+    report.memory = captured.memory
     work = (graph is None or bool(graph.nodes)) and not blocked  # an unreadable graph may still replay
     if settings.get("replay_check", True) and work:
         progress.phase("replay-check")

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from cgtool.model.report import (CAPTURE_FAILED, CAPTURED, COMPILED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, WORKER_FAILED,
                                  Report)
-from cgtool.render.units import fmt_us
+from cgtool.render.units import fmt_graph_memory, fmt_us
 
 
 def verdict_line(report: Report) -> str:
@@ -54,6 +54,8 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
                 out.print(kt)
         if report.replay is not None:
             render_replay(report, out)
+        if report.memory is not None:
+            out.print(f"[bold]memory:[/] {escape(fmt_graph_memory(report.memory))}", soft_wrap=True)
         if report.compiled is not None:
             from cgtool.render.compiled import render_compiled
 
