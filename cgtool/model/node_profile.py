@@ -125,6 +125,17 @@ class NodeProfile:
 CaptureRow = tuple[int, str, int, int, str]
 
 
+def rows_from_ops(ops: Sequence[OpRecord], nodes: int) -> list[CaptureRow]:
+    """Capture rows from the traced ops' `node` counts (the tracer reads the count before each op it records
+    while capturing): an op owns the nodes made until the next counted op; the last one, up to `nodes`."""
+    counted = [(i, op) for i, op in enumerate(ops) if op.node >= 0]
+    rows: list[CaptureRow] = []
+    for k, (i, op) in enumerate(counted):
+        end = counted[k + 1][1].node if k + 1 < len(counted) else nodes
+        rows.append((i, op.name, op.node, max(end, op.node), ""))
+    return rows
+
+
 def node_profile(graph: Graph, frames: Sequence[Frame], ops: Sequence[OpRecord], rows: Sequence[CaptureRow],
                  times: ReplayTimes | None = None) -> NodeProfile:
     """The profile of a graph cgtool captured itself: node i was made by the op whose row's node count went past
