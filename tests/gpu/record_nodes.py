@@ -11,8 +11,7 @@ One gzipped JSON per script, DIR/<stem>.nodes.json.gz (schema "cgtool-node-fixtu
                  after (cuGraphGetNodes count of the capturing graph), path of the innermost running module]
   eager          one profiled eager step: "ops" [[name, external id]], "kernels" [[name, cat, dur_us, op index
                  or -1]] in GPU start order (op index: the innermost cpu_op whose launch call made it)
-  replays        REPLAYS profiled replays, each [[name, cat, dur_us, start_us from the replay's first]] in GPU
-                 start order; "replay_span_us": first start to last end of each
+  replays        REPLAYS profiled replays, each [[name, cat, dur_us]] in GPU start order (kernel_split.replay_events)
   inductor       compiled scripts only: generated code's kernel lines and comments, dynamo FX nodes' stacks
   errors         what failed (the rest is still written)
 The run of one script never stops the others; each prints one line.
@@ -36,7 +35,7 @@ DEFAULT = ["samples/mlp_inference.py", "samples/multistream.py", "tests/realworl
            "tests/realworld/clean/hf_bert_padded_infer.py", "tests/realworld/clean/hf_gpt2_train.py",
            "tests/realworld/clean/tv_resnet18_infer.py", "samples/compiled/no_cudagraphs.py"]
 WARMUP, REPLAYS = 3, 5
-KERNEL_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+KERNEL_CATS = ("kernel", "gpu_memcpy", "gpu_memset")  # as cgtool/capture/kernel_split.TIMED_CATS
 
 
 def main() -> int:
@@ -194,25 +193,6 @@ def eager_kernels(events: list[dict]) -> dict:
     return {"ops": op_rows, "kernels": rows}
 
 
-def replay_events(events: list[dict]) -> tuple[list, list]:
-    """Kernel events grouped by the correlation id of their graph launch, in GPU start order."""
-    launches = {(e.get("args") or {}).get("correlation") for e in events
-                if e.get("cat") in ("cuda_runtime", "cuda_driver") and str(e.get("name", "")).startswith(("cudaGraphLaunch", "cuGraphLaunch"))}
-    groups: dict = {}
-    for e in events:
-        if e.get("cat") in KERNEL_CATS and e.get("ph") == "X":
-            c = (e.get("args") or {}).get("correlation")
-            if c in launches:
-                groups.setdefault(c, []).append(e)
-    out, spans = [], []
-    for c in sorted(groups):
-        ks = sorted(groups[c], key=lambda e: float(e["ts"]))
-        t0 = float(ks[0]["ts"])
-        out.append([[k.get("name"), k.get("cat"), float(k.get("dur", 0)), round(float(k["ts"]) - t0, 3)] for k in ks])
-        spans.append(max(float(k["ts"]) + float(k.get("dur", 0)) for k in ks) - t0)
-    return out, spans
-
-
 def inductor_info(fx_rows: list) -> dict:
     """Generated code of inductor's compiled modules: the kernel definition lines and the comments before them."""
     info: dict = {"fx_nodes": fx_rows, "modules": []}
@@ -240,6 +220,7 @@ def record(script_path: str, out_dir: str) -> int:
     sys.path.insert(0, ROOT)
     sys.path.insert(0, os.path.dirname(os.path.abspath(script_path)))
     from cgtool.capture.harness import read_graph, run_to_capture
+    from cgtool.capture.kernel_split import replay_events
     from cgtool.model.phase_log import PhaseLog
     from cgtool.script.contract import load_script
 
@@ -310,7 +291,7 @@ def record(script_path: str, out_dir: str) -> int:
     try:
         for _ in range(3):
             captured.graph.replay()
-        fx["replays"], fx["replay_span_us"] = replay_events(profiled(captured.graph.replay, REPLAYS))
+        fx["replays"] = [[list(e) for e in r] for r in replay_events({"traceEvents": profiled(captured.graph.replay, REPLAYS)})]
     except Exception:  # noqa: BLE001
         fx["errors"].append("replays: " + traceback.format_exc(limit=6))
     if compiled:
