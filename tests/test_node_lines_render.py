@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 
 from rich.console import Console
 
@@ -16,6 +17,8 @@ from test_node_profile import FRAMES, GRAPH, OPS
 
 ROWS = [(1, "aten.addmm.default", 0, 2, "model.fc"), (2, "aten.zero_.default", 2, 3, "model.fc"),
         (3, "aten.relu.default", 3, 4, "")]
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = {"PYTHONPATH": ROOT}  # this checkout's cgtool in the subprocess, whatever the cwd
 REPLAY = [("gemm", "kernel", 30.0), ("bias", "kernel", 5.0), ("Memset (Device)", "gpu_memset", 1.0),
           ("relu", "kernel", 4.0), ("stray", "kernel", 2.0)]
 
@@ -53,11 +56,11 @@ def test_graph_dot_names_each_nodes_line_and_colours_by_time() -> None:
 def test_dot_summarises_a_report_by_line_and_module(run_cli, tmp_path) -> None:
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report().to_json()))
-    r = run_cli("dot", path)
+    r = run_cli("dot", path, env=ENV)
     assert r.returncode == 0, r.stderr
     assert "replay GPU time by line" in r.stdout and "replay GPU time by module" in r.stdout
     assert "model.fc" in r.stdout
-    j = run_cli("dot", path, "--json")
+    j = run_cli("dot", path, "--json", env=ENV)
     data = json.loads(j.stdout)
     assert [row["key"] for row in data["node_lines"]["module"]] == ["model.fc", ""]
     assert data["node_lines"]["line"][0]["key"] == "step.py:10"
