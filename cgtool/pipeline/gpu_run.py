@@ -25,7 +25,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
 
     device = torch.device("cuda")
     n_warm = int(settings.get("warmup", 3))
-    analysis = GpuAnalysis(enabled=settings.get("checks", True))
+    analysis = GpuAnalysis(enabled=settings.get("checks", True), node_counts=settings.get("node_lines", False))
     try:
         captured = run_to_capture(script, device, settings, progress, analysis, settings.get("size"), state, on_state)
     except CaptureFailed as failed:
@@ -75,7 +75,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         else:
             t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
-    if settings.get("node_lines", True) and work and graph is not None and analysis.tracer is not None:
+    if settings.get("node_lines", False) and work and graph is not None and analysis.tracer is not None:
         progress.phase("node-lines", "each node's line, and its GPU time over profiled replays")
         report.node_lines = node_lines(captured, graph, analysis.tracer.trace, report)
     report.findings = judge(report.findings, CAPTURED, None, report.replay)
