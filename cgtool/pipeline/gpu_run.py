@@ -41,6 +41,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         report.findings.extend(analysis.findings())  # what ran before the step raised still counts
         raise
     report.findings.extend(analysis.findings())
+    report.settings["capture_ms"] = round(captured.capture_ms, 2)  # the captured iteration, traced
     blocked = after_capture(True)  # a distributed run: every rank captured? (None elsewhere)
     if blocked:
         report.skipped.append(blocked)
