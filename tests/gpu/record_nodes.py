@@ -47,18 +47,24 @@ def main() -> int:
     os.makedirs(a.out, exist_ok=True)
     if a.child:
         return record(a.scripts[0], a.out)
-    for s in a.scripts or DEFAULT:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(s: str) -> None:
         t0 = time.time()
         try:
-            r = subprocess.run([sys.executable, __file__, "--child", "--out", a.out, s], timeout=240)
+            r = subprocess.run([sys.executable, __file__, "--child", "--out", a.out, s], timeout=300)
             print(f"{s}: rc={r.returncode} {time.time() - t0:.0f}s", flush=True)
         except subprocess.TimeoutExpired:
             print(f"{s}: timed out", flush=True)
+
+    with ThreadPoolExecutor(3) as pool:  # three at a time on one GPU: each is small
+        list(pool.map(one, a.scripts or DEFAULT))
     return 0
 
 
 class NodeCounter:
-    """A dispatch mode entered inside the capture iteration: the capturing graph's node count around each op."""
+    """A dispatch mode entered under the tracer's (so the tracer records an op first): the capturing graph's node
+    count around each op, independent of cgtool's own count (OpRecord.node), plus the running module's path."""
 
     def __init__(self, tracer) -> None:
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -128,7 +134,7 @@ class NodeCounter:
 
 
 class Analysis:
-    """cgtool's GPU analysis, with the node counter inside the capture iteration."""
+    """cgtool's GPU analysis (its tracer counting nodes too), with the recorder's own node counter under it."""
 
     def __init__(self) -> None:
         from cgtool.pipeline.gpu_analysis import GpuAnalysis
@@ -261,6 +267,7 @@ def record(script_path: str, out_dir: str) -> int:
             fx["errors"].append("capture with the node counter: " + traceback.format_exc(limit=6))
             analysis = Analysis()
             analysis.counter.enabled = False
+            analysis.inner.tracer.node_count = None
             t0 = time.perf_counter()
             captured = run_to_capture(script, device, {"warmup": WARMUP}, PhaseLog(), analysis=analysis)
         fx["capture_s"] = time.perf_counter() - t0
