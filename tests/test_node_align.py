@@ -58,3 +58,20 @@ def test_replay_times_take_the_median_per_node() -> None:
     assert t.node_us == {0: 11.0, 2: 6.0, 3: 1.0}
     assert t.replays == 3 and t.unmatched_nodes == 0 and t.unmatched_events == 1
     assert t.replay_us == 20.0  # busy time per replay: 16, 20, 21 (the stray kernel counts: it ran)
+
+
+def test_replay_events_group_kernels_by_their_graph_launch() -> None:
+    from cgtool.capture.kernel_split import replay_events
+
+    def launch(corr: int, ts: float) -> dict:
+        return {"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "ts": ts, "dur": 5, "args": {"correlation": corr}}
+
+    def kernel(name: str, corr: int, ts: float, cat: str = "kernel") -> dict:
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": 2.5, "args": {"correlation": corr}}
+
+    trace = {"traceEvents": [launch(7, 0), launch(9, 100), kernel("b", 7, 20), kernel("a", 7, 10),
+                             kernel("Memset (Device)", 9, 130, "gpu_memset"), kernel("c", 9, 120),
+                             kernel("eager", 3, 50),  # launched one by one: no replay's
+                             {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 40, "args": {"correlation": 3}}]}
+    assert replay_events(trace) == [[("a", "kernel", 2.5), ("b", "kernel", 2.5)],
+                                    [("c", "kernel", 2.5), ("Memset (Device)", "gpu_memset", 2.5)]]
