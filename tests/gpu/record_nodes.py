@@ -212,9 +212,14 @@ def inductor_info(fx_rows: list) -> dict:
                 continue
             with open(path) as fh:
                 lines = fh.read().splitlines()
-            keep = [ln for ln in lines if ln.startswith("#") or "async_compile.triton(" in ln or "def triton" in ln
-                    or ".run(" in ln or "extern_kernels." in ln or "def call(" in ln]
-            info["modules"].append({"path": os.path.basename(path), "lines": keep[:4000]})
+            # comments (in call() they are indented: "# Topologically Sorted Source Nodes: [...]" before each
+            # launch), kernel definitions, launches in call() order, extern calls (cuBLAS and friends)
+            keep = [ln for ln in lines if ln.lstrip().startswith("#") or "async_compile.triton(" in ln
+                    or "def triton" in ln or ".run(" in ln or "extern_kernels." in ln or "def call(" in ln]
+            info["modules"].append({"path": os.path.basename(path), "lines": keep[:6000]})
+        linemaps = getattr(PyCodeCache, "linemaps", None)  # generated line -> original FX node stack, per module
+        if isinstance(linemaps, dict):
+            info["linemaps"] = {os.path.basename(str(k)): str(v)[:20000] for k, v in list(linemaps.items())[:20]}
     except Exception as exc:  # noqa: BLE001
         info["error"] = f"{type(exc).__name__}: {exc}"
     return info
