@@ -52,6 +52,12 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
             kt = kernel_table(report)
             if kt is not None:
                 out.print(kt)
+        if report.node_lines is not None and report.graph is not None:
+            from cgtool.render.node_lines import coverage_line, line_table
+
+            kinds = {n.id: n.kind for n in report.graph.nodes}
+            out.print(line_table(report.node_lines, kinds))
+            out.print(f"[dim]{escape(coverage_line(report.node_lines))}[/]")
         if report.replay is not None:
             render_replay(report, out)
         if report.memory is not None:
