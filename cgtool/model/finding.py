@@ -11,7 +11,10 @@ SEVERITIES = ("error", "warning", "info")
 CONFIRMED = "confirmed"  # the capture failed at this line, or replay differed from eager as the finding predicts
 REFUTED = "refuted"  # the capture succeeded / replay matched where the finding predicted otherwise (now info)
 UNTESTED = "untested"  # the real run could not tell (capture stopped earlier, replay check not run, ...)
-EVIDENCE = (CONFIRMED, REFUTED, UNTESTED)
+# the capture failed before it could test this finding: it comes from the CPU analysis of the whole step, run
+# because the real capture stopped at its first failure (docs/checks.md, "Every hazard in one run")
+NOT_REACHED = "not-reached"
+EVIDENCE = (CONFIRMED, REFUTED, UNTESTED, NOT_REACHED)
 
 # The fixed category vocabulary (JSON field `category`). New ones may be added; these keep their names.
 CATEGORIES = (
@@ -44,7 +47,7 @@ class Finding:
     source: str | None = None  # the text of that line
     hint: str | None = None  # the concrete fix
     function: str | None = None
-    # What the real capture said about this finding (GPU run): CONFIRMED, REFUTED or UNTESTED; None for the
+    # What the real capture said about this finding (GPU run): CONFIRMED, REFUTED, UNTESTED or NOT_REACHED; None for the
     # CPU analysis and for findings that are themselves observations of the real capture (CG501-CG503).
     evidence: str | None = None
     library: str | None = None  # the innermost library frame that issued the op ("pkg/mod.py:12 in fn")
