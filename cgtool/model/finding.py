@@ -15,6 +15,9 @@ UNTESTED = "untested"  # the real run could not tell (capture stopped earlier, r
 # because the real capture stopped at its first failure (docs/checks.md, "Every hazard in one run")
 NOT_REACHED = "not-reached"
 EVIDENCE = (CONFIRMED, REFUTED, UNTESTED, NOT_REACHED)
+# How every renderer names them.
+EVIDENCE_WORDS = {CONFIRMED: "confirmed by the capture", REFUTED: "refuted by the capture",
+                  UNTESTED: "not tested by the capture", NOT_REACHED: "not reached by the capture"}
 
 # The fixed category vocabulary (JSON field `category`). New ones may be added; these keep their names.
 CATEGORIES = (
@@ -58,6 +61,11 @@ class Finding:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
         return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+
+    @property
+    def status(self) -> str:
+        """" (confirmed by the capture)" and the like, for renderers; "" where no real capture judged it."""
+        return f" ({EVIDENCE_WORDS[self.evidence]})" if self.evidence in EVIDENCE_WORDS else ""
 
     @property
     def location(self) -> str:
