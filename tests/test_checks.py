@@ -213,3 +213,17 @@ def test_the_steady_state_is_the_later_warmup_iterations():
     assert [it.index for it in compared_iterations(trace(3))] == [1, 2]
     assert [it.index for it in compared_iterations(trace(4))] == [2, 3]
     assert [it.index for it in compared_iterations(trace(11))] == [5, 6, 7, 8, 9, 10]  # the capture is never compared
+
+
+def test_an_empty_factory_copies_nothing(tmp_path):
+    """Issue 20: transformers' DynamicLayer makes `torch.tensor([], device=...)` in a Llama training step
+    (`labels=`); no bytes are copied, the GPU captures and replays it: no CG402. Non-empty data still is one."""
+    p = tmp_path / "empty_factory.py"
+    p.write_text("import torch\n\ndef setup(device):\n    return {}\n\n"
+                 "def inputs(i, device):\n    return {'x': torch.ones(4, device=device)}\n\n"
+                 "def step(x):\n    e = torch.tensor([], dtype=x.dtype, device=x.device)\n"
+                 "    n = torch.tensor([[], []], device=x.device)\n"
+                 "    k = torch.tensor([2.0], device=x.device)\n    return torch.cat([x, e]) * k, n\n")
+    _, findings, errors = analyze_on_cpu(load_script(str(p)))
+    assert not errors
+    assert [(f.rule, f.line) for f in findings if f.severity == "error"] == [("CG402", 12)]
