@@ -144,3 +144,14 @@ def replace_evidence(f, evidence):
     from dataclasses import replace
 
     return replace(f, evidence=evidence)
+
+
+def test_the_whole_steps_finding_at_the_failing_line_is_the_confirmed_cause():
+    from cgtool.checks.verdict import complete_with_whole_step
+    from cgtool.model.rules import finding
+
+    raw = ErrorRecord("capture", "RuntimeError", "operation not permitted when stream is capturing",
+                      (Frame("/x/s.py", 25, "step", "finished = done.query()"),), "cudaErrorStreamCaptureUnsupported")
+    gpu = [finding("CG501", "capture failed", file="/x/s.py", line=25)]  # the GPU trace did not explain it
+    merged = complete_with_whole_step(gpu, [finding("CG105", file="/x/s.py", line=25)], raw)
+    assert [(f.rule, f.evidence) for f in merged] == [("CG105", "confirmed")]
