@@ -6,7 +6,7 @@ import os
 from cgtool.model.finding import CONFIRMED
 from cgtool.model.frame import Frame
 from cgtool.model.job import CAPTURE, Job
-from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report
+from cgtool.model.report import CAPTURE_FAILED, CAPTURED, WORKER_FAILED, ErrorRecord, Report
 from cgtool.model.rules import finding
 from cgtool.worker.whole_step import complete_report, needs_whole_step
 
@@ -40,3 +40,13 @@ def test_only_a_failed_gpu_capture_needs_it():
     report.status = CAPTURED
     assert not needs_whole_step(job, report)
     assert complete_report(job, report, timeout=1) is report  # nothing run
+
+
+def test_a_worker_that_died_capturing_gets_the_whole_step_too():
+    job = Job(CAPTURE, SCRIPT, "step", {"warmup": 3, "timing": False, "checks": True})
+    report = Report(script=SCRIPT, entry="step", status=WORKER_FAILED)  # device unknown: no report came back
+    report.errors.append(ErrorRecord("capture", "crash", "The worker died (signal 6) during the capture phase."))
+    assert needs_whole_step(job, report)
+    got = [(f.rule, f.line, f.evidence) for f in complete_report(job, report, timeout=300).findings]
+    assert got == [("CG102", 23, "not-reached"), ("CG101", 24, "not-reached"), ("CG402", 25, "not-reached")], got
+    assert "stopped at its first failure" in report.findings[0].message

@@ -104,7 +104,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     with tempfile.TemporaryDirectory(prefix="cgtool-work-") as work_dir:
         outcome = run_with_progress(job.with_work_dir(work_dir), timeout, show=show)
         report = report_from_outcome(job, outcome)
-        if outcome.failure is None:  # a failed capture: the CPU analysis adds what the capture did not reach
+        if outcome.failure in (None, "crash"):  # a failed capture: the CPU analysis adds what it did not reach
             report = complete_report(job, report, timeout)
         if (piecewise or modules_depth is not None) and outcome.failure is None:
             from cgtool.commands.common import run_partial

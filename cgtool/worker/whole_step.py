@@ -8,14 +8,19 @@ import threading
 
 from cgtool.checks.verdict import complete_with_whole_step
 from cgtool.model.job import Job
-from cgtool.model.report import CAPTURE_FAILED, CPU_ONLY, Report
+from cgtool.model.report import CAPTURE_FAILED, CPU_ONLY, WORKER_FAILED, Report
 from cgtool.worker.client import report_from_outcome, run_job
 
 
 def needs_whole_step(job: Job, report: Report) -> bool:
-    """A GPU run whose capture failed, with the checks on."""
-    return (report.device == "cuda" and report.status == CAPTURE_FAILED and not job.force_cpu
-            and job.settings.get("checks", True) and report.compiled is None)
+    """A GPU run whose capture failed, or whose worker died while capturing (a poisoned context that took the
+    process down: no report came back), with the checks on."""
+    if job.force_cpu or not job.settings.get("checks", True) or report.compiled is not None:
+        return False
+    # a crash, not a timeout: a step that hangs while capturing would make the user wait for its CPU run as well
+    died_capturing = report.status == WORKER_FAILED and any(e.phase == "capture" and e.type == "crash"
+                                                            for e in report.errors)
+    return (report.device == "cuda" and report.status == CAPTURE_FAILED) or died_capturing
 
 
 def complete_report(job: Job, report: Report, timeout: float | None,
@@ -35,6 +40,6 @@ def complete_report(job: Job, report: Report, timeout: float | None,
         report.skipped.append("the CPU analysis of the whole step did not run through: findings after the failed "
                               "capture's line are not listed")
         return report
-    failure = next((e for e in report.errors if e.phase == "capture"), None)
+    failure = next((e for e in report.errors if e.phase == "capture" and e.user_frame is not None), None)
     report.findings = complete_with_whole_step(report.findings, cpu.findings, failure)
     return report
