@@ -28,12 +28,15 @@ HAZARDS = sorted(glob.glob(os.path.join(ROOT, "samples", "hazards", "*.py")))
 CLEAN = [p for p in HAZARDS if os.path.basename(p).startswith("clean_")]
 BROKEN = [p for p in HAZARDS if p not in CLEAN]
 UNSEEN = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "unseen", "*", "step.py")))
+# issue 20: three or more hazards in one script (samples/hazards/multi/, and unseen-style ones written to the contract)
+MULTI = sorted(glob.glob(os.path.join(ROOT, "samples", "hazards", "multi", "*.py")) +
+               glob.glob(os.path.join(ROOT, "tests", "data", "unseen_multi", "*.py")))
 
 
 def expectations(script: str) -> list[tuple[str, int, str]]:
     """(file, line, rule) for each `# expect:` marker: in the script, and for unseen cases in every
     file of its folder (hazards inside imported helper modules)."""
-    files = [script] if script in HAZARDS else sorted(glob.glob(os.path.join(os.path.dirname(script), "*.py")))
+    files = [script] if script in HAZARDS or script in MULTI else sorted(glob.glob(os.path.join(os.path.dirname(script), "*.py")))
     return [(os.path.abspath(path), n, rule) for path in files for n, rule in markers(path)]
 
 
@@ -50,7 +53,7 @@ def _short(findings) -> str:
     return "\n".join(f"  {f.rule} {os.path.basename(f.file or '?')}:{f.line} {f.message}" for f in findings)
 
 
-@pytest.mark.parametrize("path", BROKEN + UNSEEN, ids=lambda p: os.path.relpath(p, ROOT))
+@pytest.mark.parametrize("path", BROKEN + UNSEEN + MULTI, ids=lambda p: os.path.relpath(p, ROOT))
 def test_expected_lines_are_found(path):
     trace, findings, errors = analysed(path)
     assert not errors, errors
@@ -66,7 +69,7 @@ def test_expected_lines_are_found(path):
         assert hits[0].source and hits[0].message
 
 
-@pytest.mark.parametrize("path", BROKEN + UNSEEN, ids=lambda p: os.path.relpath(p, ROOT))
+@pytest.mark.parametrize("path", BROKEN + UNSEEN + MULTI, ids=lambda p: os.path.relpath(p, ROOT))
 def test_no_error_is_invented(path):
     """Every error-level finding is on a line the script marks as a hazard (GPU-only samples included)."""
     _, findings, _ = analysed(path)
@@ -93,6 +96,12 @@ def test_samples_cover_every_category():
     for p in HAZARDS:
         with open(p, encoding="utf-8") as fh:
             assert fh.read().startswith('"""'), f"{p} lacks its docstring"
+
+
+def test_multi_hazard_scripts_hold_three_hazards_or_more():
+    assert len(MULTI) >= 4
+    for p in MULTI:
+        assert len({line for line, _ in markers(p)}) >= 3, p
 
 
 def test_clean_samples_cover_the_brief():
@@ -204,3 +213,17 @@ def test_the_steady_state_is_the_later_warmup_iterations():
     assert [it.index for it in compared_iterations(trace(3))] == [1, 2]
     assert [it.index for it in compared_iterations(trace(4))] == [2, 3]
     assert [it.index for it in compared_iterations(trace(11))] == [5, 6, 7, 8, 9, 10]  # the capture is never compared
+
+
+def test_an_empty_factory_copies_nothing(tmp_path):
+    """Issue 20: transformers' DynamicLayer makes `torch.tensor([], device=...)` in a Llama training step
+    (`labels=`); no bytes are copied, the GPU captures and replays it: no CG402. Non-empty data still is one."""
+    p = tmp_path / "empty_factory.py"
+    p.write_text("import torch\n\ndef setup(device):\n    return {}\n\n"
+                 "def inputs(i, device):\n    return {'x': torch.ones(4, device=device)}\n\n"
+                 "def step(x):\n    e = torch.tensor([], dtype=x.dtype, device=x.device)\n"
+                 "    n = torch.tensor([[], []], device=x.device)\n"
+                 "    k = torch.tensor([2.0], device=x.device)\n    return torch.cat([x, e]) * k, n\n")
+    _, findings, errors = analyze_on_cpu(load_script(str(p)))
+    assert not errors
+    assert [(f.rule, f.line) for f in findings if f.severity == "error"] == [("CG402", 12)]

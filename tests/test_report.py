@@ -116,3 +116,58 @@ def test_graph_memory_in_the_report_and_the_piecewise_pool_round_trip():
     assert "memory: graph pool 34.0 MiB (30.0 MiB in live tensors)" in out.export_text()
     pw = Piecewise("measured", "m", pool_bytes=12 << 20, pool_allocated_bytes=10 << 20)
     assert Piecewise.from_json(pw.to_json()) == pw
+def test_a_failed_capture_gets_the_whole_steps_findings_marked_not_reached():
+    """Issue 20: the GPU trace stops at the first failure; the CPU analysis of the whole step adds the rest."""
+    from cgtool.checks.verdict import complete_with_whole_step, judge
+    from cgtool.model.report import CAPTURE_FAILED
+    from cgtool.model.rules import finding
+
+    raw = ErrorRecord("capture", "RuntimeError", "operation not permitted when stream is capturing",
+                      (Frame("/x/s.py", 14, "step", "y = x[x > 0]"),), "cudaErrorStreamCaptureUnsupported")
+    gpu = judge([finding("CG102", file="/x/s.py", line=14)], CAPTURE_FAILED, raw, None)
+    cpu = [finding("CG102", file="/x/s.py", line=14), finding("CG101", file="/x/s.py", line=15),
+           finding("CG402", file="/x/s.py", line=16), finding("CG503", file="/x/s.py", line=2)]
+    merged = complete_with_whole_step(gpu, cpu, raw)
+    assert [(f.rule, f.line, f.evidence) for f in merged] == [
+        ("CG102", 14, "confirmed"), ("CG101", 15, "not-reached"), ("CG402", 16, "not-reached")]
+    assert "the real capture stopped at line 14" in merged[1].message and merged[1].severity == "error"
+    assert merged[1].status == " (not reached by the capture)" and merged[0].status == " (confirmed by the capture)"
+
+
+def test_every_renderer_shows_the_evidence_mark():
+    from cgtool.model.lint_result import ANALYSED, LintResult, ScriptResult
+    from cgtool.model.rules import finding
+    from cgtool.render.github import render_github
+    from cgtool.render.junit import render_junit
+    from cgtool.render.sarif import render_sarif
+
+    f = replace_evidence(finding("CG101", "`.item()` reads a GPU value", file="/x/s.py", line=15), "not-reached")
+    result = LintResult(scripts=[ScriptResult(path="/x/s.py", entry="step", status=ANALYSED, device="cuda",
+                                              findings=[f])], version="t", device="cuda")
+    assert "(not reached by the capture)" in render_github(result)
+    assert "(not reached by the capture)" in render_junit(result)
+    sarif = render_sarif(result)
+    run_result = sarif["runs"][0]["results"][0] if isinstance(sarif, dict) else None
+    if run_result is None:
+        import json
+
+        run_result = json.loads(sarif)["runs"][0]["results"][0]
+    assert run_result["properties"]["evidence"] == "not-reached"
+    assert "(not reached by the capture)" in run_result["message"]["text"]
+
+
+def replace_evidence(f, evidence):
+    from dataclasses import replace
+
+    return replace(f, evidence=evidence)
+
+
+def test_the_whole_steps_finding_at_the_failing_line_is_the_confirmed_cause():
+    from cgtool.checks.verdict import complete_with_whole_step
+    from cgtool.model.rules import finding
+
+    raw = ErrorRecord("capture", "RuntimeError", "operation not permitted when stream is capturing",
+                      (Frame("/x/s.py", 25, "step", "finished = done.query()"),), "cudaErrorStreamCaptureUnsupported")
+    gpu = [finding("CG501", "capture failed", file="/x/s.py", line=25)]  # the GPU trace did not explain it
+    merged = complete_with_whole_step(gpu, [finding("CG105", file="/x/s.py", line=25)], raw)
+    assert [(f.rule, f.evidence) for f in merged] == [("CG105", "confirmed")]

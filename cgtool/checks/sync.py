@@ -19,8 +19,10 @@ _SYNC_EVENTS = {
     "sync-device": "`torch.cuda.synchronize()` waits for the GPU",
     "sync-stream": "`Stream.synchronize()` waits for the GPU",
     "sync-event": "`Event.synchronize()` waits for the GPU",
-    "query-stream": "`Stream.query()` polls the GPU from the host",
-    "query-event": "`Event.query()` polls the GPU from the host",
+    "query-stream": "`Stream.query()` asks the GPU whether the stream finished, from the host: a stream or "
+                    "event query is not permitted while a stream captures (the capture is invalidated)",
+    "query-event": "`Event.query()` asks the GPU whether the event completed, from the host: a stream or event "
+                   "query is not permitted while a stream captures (the capture is invalidated)",
     "elapsed-time": "`Event.elapsed_time()` reads GPU timestamps on the host (it waits for both events)",
 }
 _SCALER_HINT = ("Capture forward and backward only and run scaler.step(opt) and scaler.update() outside the graph "
@@ -123,7 +125,8 @@ def _event_findings(trace: Trace) -> list[Finding]:
     captured = {it.index for it in capture_iterations(trace)}
     for ev in trace.events:
         if ev.iteration in captured and ev.kind in _SYNC_EVENTS:
-            out.append(finding_at(trace, "CG104", ev.frame, _SYNC_EVENTS[ev.kind]))
+            rule = "CG105" if ev.kind.startswith("query-") else "CG104"
+            out.append(finding_at(trace, rule, ev.frame, _SYNC_EVENTS[ev.kind]))
     return out
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from cgtool.model.finding import CONFIRMED, REFUTED, UNTESTED, Finding
+from cgtool.model.finding import CONFIRMED, NOT_REACHED, REFUTED, UNTESTED, Finding
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, ReplayCheck
 from cgtool.model.rules import CAPTURE_FAILS, RULE_BY_ID
 
@@ -82,3 +82,28 @@ def _judged(f: Finding, predicts: str, status: str, failed_at: set, failure_text
 def _refuted(f: Finding, why: str) -> Finding:
     severity = "info" if f.severity in ("error", "warning") else f.severity
     return replace(f, evidence=REFUTED, severity=severity, message=f"{f.message} [refuted: {why}]")
+
+
+def complete_with_whole_step(found: list[Finding], whole_step: list[Finding], failure: ErrorRecord | None) -> list[Finding]:
+    """A failed capture stops at its first failure, so the GPU trace misses what comes after: `found` (the GPU
+    run's judged findings) plus each finding of the CPU analysis of the whole step (`whole_step`) that the GPU
+    did not make at the same rule and line; one list in file/line order. An added finding that predicts the
+    failure the capture met at its line is CONFIRMED (and CG501, "nothing explains it", goes); every other one
+    is NOT_REACHED. Observations of the real run (rules that predict nothing: CG403, CG501-CG503) come only
+    from the GPU."""
+    have = {(f.rule, f.file, f.line) for f in found}
+    frame = failure.user_frame if failure is not None else None
+    stop = f"line {frame.line}" if frame is not None else "its first failure"
+    added = []
+    for f in whole_step:
+        if (f.rule, f.file, f.line) in have or predicts(f) is None:
+            continue
+        judged = judge([f], CAPTURE_FAILED, failure, None)[0] if failure is not None else f
+        if judged.evidence == CONFIRMED:
+            added.append(judged)
+            continue
+        added.append(replace(f, evidence=NOT_REACHED, message=f"{f.message} [not reached: the real capture stopped at "
+                             f"{stop}; found by the CPU analysis of the whole step]"))
+    if any(f.evidence == CONFIRMED for f in added):
+        found = [f for f in found if f.rule != "CG501"]
+    return sorted([*found, *added], key=lambda f: (f.file or "", f.line or 0, f.rule))

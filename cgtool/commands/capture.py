@@ -89,6 +89,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     from cgtool.render.console import console
     from cgtool.render.outputs import prepare_out_dir, write_outputs
     from cgtool.worker.client import report_from_outcome
+    from cgtool.worker.whole_step import complete_report
 
     job = make_job("capture", target, entry, warmup, force_cpu=force_cpu, settings={
         "capture_mode": capture_mode, "replay_check": not no_replay_check, "timing": not no_timing,
@@ -105,6 +106,8 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     with tempfile.TemporaryDirectory(prefix="cgtool-work-") as work_dir:
         outcome = run_with_progress(job.with_work_dir(work_dir), timeout, show=show)
         report = report_from_outcome(job, outcome)
+        if outcome.failure in (None, "crash"):  # a failed capture: the CPU analysis adds what it did not reach
+            report = complete_report(job, report, timeout)
         if (piecewise or modules_depth is not None) and outcome.failure is None:
             from cgtool.commands.common import run_partial
 

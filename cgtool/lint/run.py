@@ -201,6 +201,7 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
              stop: threading.Event | None = None) -> ScriptResult | None:
     """Analyse one script in its own worker; None when Ctrl-C (or `stop`) ended the worker first."""
     from cgtool.worker.client import report_from_outcome, run_job
+    from cgtool.worker.whole_step import complete_report
 
     job = Job(CAPTURE, os.path.abspath(path), entry or opts.entry, force_cpu=opts.force_cpu,
               settings={"warmup": opts.warmup, "timing": False, "checks": True, "replay_check": True})
@@ -213,7 +214,10 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
     outcome = run_job(job, opts.timeout, stop=stop)
     if outcome.failure == "interrupted":
         return None
-    return script_result(path, report_from_outcome(job, outcome), opts)
+    report = complete_report(job, report_from_outcome(job, outcome), opts.timeout, stop)
+    if stop is not None and stop.is_set():
+        return None
+    return script_result(path, report, opts)
 
 
 def script_result(path: str, report: Report, opts: LintOptions, world_of_one: bool = False) -> ScriptResult:

@@ -39,6 +39,9 @@ RULES: tuple[Rule, ...] = (
          "Copy into a preallocated pinned host buffer with non_blocking=True after the step, or read results after replay.", predicts=CAPTURE_FAILS),
     Rule("CG104", "sync", "error", "explicit synchronization (torch.cuda.synchronize, Stream/Event.synchronize)",
          "Move the synchronize out of the step; order work with stream.wait_stream / event.wait instead.", predicts=CAPTURE_FAILS),
+    Rule("CG105", "sync", "error", "a stream or event is queried during capture (Stream.query(), Event.query())",
+         "Poll outside the captured step (after replay), or order the work with stream.wait_stream / event.wait "
+         "instead of asking whether it finished.", predicts=CAPTURE_FAILS),
     Rule("CG201", "uncaptured-work", "error", "work issued on a stream that is not capturing; it runs once and is left out of the graph",
          "Issue all work on the capturing stream or on streams forked from it (s.wait_stream(torch.cuda.current_stream())).", predicts=REPLAY_DIFFERS),
     Rule("CG202", "default-stream", "error", "the step switches to the default stream, which capture does not record",

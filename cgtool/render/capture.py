@@ -182,8 +182,10 @@ def render_replay(report: Report, out: Console) -> None:
 def evidence_line(report: Report) -> str | None:
     """How the real capture judged the trace's findings: `trace findings against the real capture: 1
     confirmed, 2 refuted (shown as info), 0 not tested`; None when no finding was judged (CPU run)."""
-    counts = {k: sum(f.evidence == k for f in report.findings) for k in ("confirmed", "refuted", "untested")}
+    counts = {k: sum(f.evidence == k for f in report.findings)
+              for k in ("confirmed", "refuted", "untested", "not-reached")}
     if not any(counts.values()):
         return None
+    unreached = f", {counts['not-reached']} not reached" if counts["not-reached"] else ""
     return (f"trace findings against the real capture: {counts['confirmed']} confirmed, {counts['refuted']} "
-            f"refuted (shown as info), {counts['untested']} not tested")
+            f"refuted (shown as info), {counts['untested']} not tested{unreached}")

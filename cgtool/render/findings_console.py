@@ -10,7 +10,7 @@ from cgtool.model.report import ErrorRecord
 
 _COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
 _EVIDENCE = {"confirmed": "[red]confirmed by the capture[/]", "refuted": "[green]refuted by the capture[/]",
-             "untested": "[dim]not tested by the capture[/]"}
+             "untested": "[dim]not tested by the capture[/]", "not-reached": "[dim]not reached by the capture[/]"}
 _WORDS = {"error": "error", "warning": "warning", "info": "note"}
 
 

@@ -25,8 +25,8 @@ def _clean(s: str) -> str:
 
 
 def _describe(f: Finding, path: str) -> str:
-    lines = [f"{path}:{f.line}: {f.rule} [{f.category}] {f.message}" if f.line else
-             f"{path}: {f.rule} [{f.category}] {f.message}"]
+    lines = [f"{path}:{f.line}: {f.rule} [{f.category}] {f.message}{f.status}" if f.line else
+             f"{path}: {f.rule} [{f.category}] {f.message}{f.status}"]
     if f.source:
         lines.append(f"    {f.source.strip()}")
     if f.hint:

@@ -67,13 +67,14 @@ def _location(f: Finding, script: ScriptResult, base_dir: str | Path | None) -> 
 
 
 def _result(f: Finding, script: ScriptResult, base_dir: str | Path | None, index: dict[str, int]) -> dict[str, Any]:
-    text = f.message if not f.hint else f"{f.message}\nFix: {f.hint}"
+    text = f"{f.message}{f.status}" if not f.hint else f"{f.message}{f.status}\nFix: {f.hint}"
     result: dict[str, Any] = {
         "ruleId": f.rule,
         "level": LEVELS.get(f.severity, "warning"),
         "message": {"text": text},
         "locations": [_location(f, script, base_dir)],
-        "properties": {"category": f.category, "script": script.path, "device": script.device},
+        "properties": {"category": f.category, "script": script.path, "device": script.device,
+                       **({"evidence": f.evidence} if f.evidence else {})},
     }
     if f.rule in index:
         result["ruleIndex"] = index[f.rule]

@@ -131,7 +131,7 @@ class CallRecorder:
         if numbers and not host:
             detail["scalars"] = tuple(numbers)
         if always:
-            self.call_detail(name, tensors, dev_arg, target, detail)
+            self.call_detail(name, tensors, dev_arg, target, detail, args[0] if args else None)
         inner, outer = self.where(3)  # above this frame and the function mode's (both cgtool's)
         if inner == SKIPPED:
             self.origin = "inputs"
@@ -161,7 +161,7 @@ class CallRecorder:
         return True
 
     def call_detail(self, name: str, tensors: list[Tensor], dev_arg: Any, target: str | None,
-                     d: dict[str, Any]) -> None:
+                     d: dict[str, Any], data: Any = None) -> None:
         src = tensors[0] if tensors else None
         if name in R.SCALAR_READ_CALLS or name in R.TO_HOST_CALLS:
             via = self.frame_table.library_path(sys._getframe(1))
@@ -175,7 +175,9 @@ class CallRecorder:
                 target = "host" if src is not None and self.is_host(src) else "device"
             else:
                 target = self.side(dev_arg)
-            if target == "device" and not (src is not None and not self.is_host(src)):
+            # no data, no copy: torch.tensor([], device="cuda") (transformers' DynamicLayer) copies nothing, so
+            # nothing is captured or reused; on a GPU it captures and replays as it runs eagerly
+            if target == "device" and not (src is not None and not self.is_host(src)) and not _empty_data(data):
                 d.update(move="h2d", src="step", pinned=False)
             return
         if name == "Tensor.copy_" and len(tensors) >= 2:
@@ -244,3 +246,10 @@ class CallRecorder:
         finally:
             self.mute -= 1
 
+
+
+def _empty_data(data: Any) -> bool:
+    """True for Python data with no elements (`[]`, `[[], []]`, `()`): a factory over it copies no bytes."""
+    if isinstance(data, (list, tuple)):
+        return all(_empty_data(x) for x in data)
+    return False

@@ -54,6 +54,8 @@ def run_job(job: Job, timeout: float | None = None,
             json.dump(job.to_json(), fh)
         read_fd, write_fd = os.pipe()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if job.force_cpu:  # --cpu (and the whole-step analysis of a failed capture): as on a machine without a GPU
+            env["CUDA_VISIBLE_DEVICES"] = ""
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "cgtool.worker", job_path, result_path, str(write_fd)],

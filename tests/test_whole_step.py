@@ -1,0 +1,52 @@
+"""Issue 20: a failed GPU capture gets the CPU analysis of the whole step (cgtool/worker/whole_step.py). The GPU
+report here is written by hand (the GPU run itself: tests/gpu/test_every_hazard_gpu.py); the CPU worker is real."""
+
+import os
+
+from cgtool.model.finding import CONFIRMED
+from cgtool.model.frame import Frame
+from cgtool.model.job import CAPTURE, Job
+from cgtool.model.report import CAPTURE_FAILED, CAPTURED, WORKER_FAILED, ErrorRecord, Report
+from cgtool.model.rules import finding
+from cgtool.worker.whole_step import complete_report, needs_whole_step
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = os.path.join(ROOT, "samples", "hazards", "multi", "mask_item_host.py")
+
+
+def _gpu_report() -> Report:
+    at = Frame(SCRIPT, 23, "step", "kept = y[y > 0]  # expect: CG102")
+    report = Report(script=SCRIPT, entry="step", status=CAPTURE_FAILED, device="cuda")
+    report.errors.append(ErrorRecord("capture", "RuntimeError", "operation not permitted when stream is capturing",
+                                     (at,), "cudaErrorStreamCaptureUnsupported"))
+    report.findings.append(finding("CG102", "boolean-mask indexing", file=SCRIPT, line=23, evidence=CONFIRMED))
+    return report
+
+
+def test_a_failed_capture_lists_what_comes_after_its_line():
+    job = Job(CAPTURE, SCRIPT, "step", {"warmup": 3, "timing": False, "checks": True})
+    report = complete_report(job, _gpu_report(), timeout=300)
+    got = [(f.rule, f.line, f.evidence) for f in report.findings]
+    assert got == [("CG102", 23, "confirmed"), ("CG101", 24, "not-reached"), ("CG402", 25, "not-reached")], got
+    assert all("the real capture stopped at line 23" in f.message for f in report.findings[1:])
+
+
+def test_only_a_failed_gpu_capture_needs_it():
+    job = Job(CAPTURE, SCRIPT, "step", {"checks": True})
+    report = _gpu_report()
+    assert needs_whole_step(job, report)
+    assert not needs_whole_step(Job(CAPTURE, SCRIPT, "step", {"checks": False}), report)
+    assert not needs_whole_step(Job(CAPTURE, SCRIPT, "step", {}, force_cpu=True), report)
+    report.status = CAPTURED
+    assert not needs_whole_step(job, report)
+    assert complete_report(job, report, timeout=1) is report  # nothing run
+
+
+def test_a_worker_that_died_capturing_gets_the_whole_step_too():
+    job = Job(CAPTURE, SCRIPT, "step", {"warmup": 3, "timing": False, "checks": True})
+    report = Report(script=SCRIPT, entry="step", status=WORKER_FAILED)  # device unknown: no report came back
+    report.errors.append(ErrorRecord("capture", "crash", "The worker died (signal 6) during the capture phase."))
+    assert needs_whole_step(job, report)
+    got = [(f.rule, f.line, f.evidence) for f in complete_report(job, report, timeout=300).findings]
+    assert got == [("CG102", 23, "not-reached"), ("CG101", 24, "not-reached"), ("CG402", 25, "not-reached")], got
+    assert "stopped at its first failure" in report.findings[0].message
