@@ -1,6 +1,7 @@
 """Host-device synchronizations inside the step (CG101-CG104), and non-capturable optimizers (CG404).
 
-The CPU run recognizes them by op and call (they are not syncs on a CPU); the GPU run adds the
+The CPU run recognizes them by op and call (they are not syncs on a CPU), and by the sync table generated on a
+GPU (an aten op and the arguments under which it syncs: `sync_when` in its detail); the GPU run adds the
 warnings of torch.cuda.set_sync_debug_mode. A sync inside torch is blamed on the user's line that
 called into torch, and named by the library function it happened in.
 """
@@ -65,6 +66,9 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
                                "size that depends on the data (it calls nonzero), so the host waits for the GPU", via)
         if detail.get("move") == "d2h":
             return _in_library(trace, op, "CG103", f"`{op.name}` copies a GPU tensor to the host", via)
+        if detail.get("sync_when"):
+            return _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA when "
+                               f"{detail['sync_when']} (sync table of torch {detail.get('sync_table')})", via)
         return None
     if op.kind == SYNC_WARNING:
         return finding_at(trace, "CG101", op.frame, "a synchronizing CUDA operation runs here "

@@ -1,0 +1,127 @@
+"""The condition language of the sync table: what an aten op's arguments look like, as atoms, and whether
+a table entry's conditions hold for them. Shared by the generator (tools/sync_table.py, on the GPU) and the
+tracer (CPU run), so both describe an op's arguments the same way.
+
+An atom is "<arg>:<feature>" over the op's schema argument names, e.g. "value:device" (a device tensor),
+"value:number" (a Python number), "num_classes:default" (not given), "check_errors:true", "self:0d",
+"self:numel>=4096". A condition is a list of clauses (any may hold); a clause is a list of atoms (all hold).
+An empty clause holds always.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable
+
+import torch
+
+Tensor = torch.Tensor
+IsDevice = Callable[[Tensor], bool]
+# The features of one call: arg name -> (kind, numel, 0-dim); kind in device/host/number/true/false/none/default/
+# tensors-device/tensors-host/other; numel is -1 for non-tensors.
+Features = dict[str, tuple[str, int, bool]]
+
+
+def schema_names(func: Any) -> list[tuple[str, bool]]:
+    """(name, keyword-only) of an OpOverload's schema arguments; [] when it has none (a Python-level API)."""
+    schema = getattr(func, "_schema", None)
+    if schema is None:
+        return []
+    return [(a.name, bool(a.kwarg_only)) for a in schema.arguments]
+
+
+def features(func: Any, args: tuple, kwargs: dict, is_device: IsDevice) -> Features:
+    """Describe each schema argument: (kind, numel, 0-dim)."""
+    names = schema_names(func)
+    out: Features = {}
+    positional = [n for n, kw_only in names if not kw_only]
+    given = dict(zip(positional, args))
+    given.update(kwargs)
+    for name, _ in names or [(f"arg{i}", False) for i in range(len(args))]:
+        if name not in given:
+            out[name] = ("default", -1, False)
+            continue
+        out[name] = _one(given[name], is_device)
+    if not names:
+        for i, a in enumerate(args):
+            out[f"arg{i}"] = _one(a, is_device)
+    return out
+
+
+def _one(v: Any, is_device: IsDevice) -> tuple[str, int, bool]:
+    if isinstance(v, Tensor):
+        return ("device" if is_device(v) else "host", v.numel(), v.dim() == 0)
+    if v is None:
+        return ("none", -1, False)
+    if isinstance(v, bool):
+        return ("true" if v else "false", -1, False)
+    if isinstance(v, (int, float, complex)):
+        return ("number", -1, False)
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, Tensor) for x in v):
+        device = any(is_device(x) for x in v)
+        return ("tensors-device" if device else "tensors-host", sum(x.numel() for x in v), False)
+    return ("other", -1, False)
+
+
+def atoms(feats: Features, thresholds: dict[str, Iterable[int]] | None = None) -> set[str]:
+    """All atoms that hold for `feats`; size atoms only at the given per-argument thresholds."""
+    out = set()
+    for name, (kind, numel, zero_dim) in feats.items():
+        out.add(f"{name}:{kind}")
+        if kind in ("device", "host"):
+            out.add(f"{name}:tensor")
+            if zero_dim:
+                out.add(f"{name}:0d")
+            else:
+                out.add(f"{name}:nd")
+        for k in (thresholds or {}).get(name, ()):
+            if numel >= k:
+                out.add(f"{name}:numel>={k}")
+            elif numel >= 0:
+                out.add(f"{name}:numel<{k}")
+    return out
+
+
+def holds(atom: str, feats: Features) -> bool:
+    name, _, feature = atom.partition(":")
+    if name not in feats:
+        return feature == "default"
+    kind, numel, zero_dim = feats[name]
+    if feature.startswith("numel>="):
+        return numel >= int(feature[7:])
+    if feature.startswith("numel<"):
+        return 0 <= numel < int(feature[6:])
+    if feature == "tensor":
+        return kind in ("device", "host")
+    if feature == "0d":
+        return kind in ("device", "host") and zero_dim
+    if feature == "nd":
+        return kind in ("device", "host") and not zero_dim
+    return kind == feature
+
+
+def matching_clause(conditions: list[list[str]], feats: Features) -> list[str] | None:
+    """The first clause of `conditions` that holds for `feats`, else None."""
+    for clause in conditions:
+        if all(holds(a, feats) for a in clause):
+            return clause
+    return None
+
+
+def describe(clause: list[str]) -> str:
+    """A clause in words: "always", or "value is a device tensor and num_classes is not given"."""
+    if not clause:
+        return "always"
+    return " and ".join(_atom_words(a) for a in clause)
+
+
+_WORDS = {"device": "is a device tensor", "host": "is a host tensor", "number": "is a Python number",
+          "true": "is True", "false": "is False", "none": "is None", "default": "is not given",
+          "tensor": "is a tensor", "0d": "is a 0-dim tensor", "nd": "is a tensor of 1+ dims",
+          "tensors-device": "holds device tensors", "tensors-host": "holds host tensors only", "other": "is given"}
+
+
+def _atom_words(atom: str) -> str:
+    name, _, feature = atom.partition(":")
+    if feature.startswith("numel"):
+        return f"{name} has {feature.replace('numel', 'numel ')}"
+    return f"{name} {_WORDS.get(feature, feature)}"
