@@ -159,3 +159,41 @@ def test_without_a_table_nothing_changes(tmp_path, monkeypatch):
     path.write_text(STEP.format(body="return x.masked_fill(x < 0, x.max())"))
     _, findings, _ = analyze_on_cpu(load_script(str(path)))
     assert not [f for f in findings if f.severity == "error"]
+
+
+OPT_STEP = '''
+import torch
+import torch.nn.functional as F
+
+
+def setup(device):
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 8).to(device)
+    opt = {make}
+    return {{"model": model, "opt": opt}}
+
+
+def inputs(i, device):
+    return {{"x": torch.randn(4, 8, generator=torch.Generator().manual_seed(i)).to(device)}}
+
+
+def step(model, opt, x):
+    opt.zero_grad(set_to_none=False)
+    F.mse_loss(model(x), x).backward()
+    opt.step()
+'''
+
+
+@pytest.mark.parametrize("make, refused", [
+    ("torch.optim.Adam(model.parameters(), fused=True)", True),  # fused is not capturable
+    ("torch.optim.Adam(model.parameters(), capturable=True, foreach=True)", False),
+    ("torch.optim.Adam(model.parameters(), fused=True, capturable=True)", False),
+    ("torch.optim.Adam([{'params': [model.weight], 'capturable': True}, {'params': [model.bias]}])", True),
+    ("torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)", False),  # no health check in SGD.step
+])
+def test_optimizer_capture_follows_torchs_health_check(tmp_path, make, refused):
+    path = tmp_path / "step.py"
+    path.write_text(OPT_STEP.format(make=make))
+    _, findings, errors = analyze_on_cpu(load_script(str(path)))
+    assert not errors, errors
+    assert any(f.rule == "CG404" for f in findings) == refused, findings

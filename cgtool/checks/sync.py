@@ -128,6 +128,12 @@ def _event_findings(trace: Trace) -> list[Finding]:
     for ev in trace.events:
         if ev.iteration in captured and ev.kind in _SYNC_EVENTS:
             out.append(finding_at(trace, "CG104", ev.frame, _SYNC_EVENTS[ev.kind]))
+        elif ev.iteration in captured and ev.kind == "optimizer-check" and ev.target:
+            groups = f"{ev.target} of its {ev.stream} param groups" if (ev.stream or 0) > 1 else "its param group"
+            out.append(finding_at(trace, "CG404", ev.frame, f"the optimizer's step() runs torch's capture health check "
+                                  f"and {groups} {'are' if ev.target > 1 else 'is'} not capturable=True: PyTorch "
+                                  "raises `Attempting CUDA graph capture of step() ... capturable is False` (fused and "
+                                  "foreach do not make an optimizer capturable)"))
     return out
 
 
