@@ -21,8 +21,10 @@ import time
 from typing import Any, Callable, Iterator
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from cgtool.trace.op_roles import call_name
 from cgtool.trace.sync_conditions import Features, describe, features
 from cgtool.trace.sync_table import TABLE_SCHEMA, infer_conditions
 
@@ -38,10 +40,10 @@ class SyncWatch(TorchDispatchMode):
     """Records, per aten op call, its argument features and whether it synchronized (sync debug mode "error"
     raises inside it; the op is then rerun with the mode off so the sample goes on)."""
 
-    def __init__(self, host_ids: set[int] | None = None) -> None:
+    def __init__(self) -> None:
         super().__init__()
         self.calls: list[tuple[str, Features, bool]] = []
-        self.host_ids = host_ids
+        self.syncs = 0
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -53,6 +55,7 @@ class SyncWatch(TorchDispatchMode):
             if not _is_sync_error(exc):
                 raise
             self.calls.append((name, feats, True))
+            self.syncs += 1
             torch.cuda.set_sync_debug_mode(0)
             try:
                 out = func(*args, **kwargs)
@@ -63,37 +66,92 @@ class SyncWatch(TorchDispatchMode):
         return out
 
 
-def run_watched(call: Callable[[], Any]) -> tuple[list[tuple[str, Features, bool]], str | None]:
-    """Run `call` on CUDA under sync debug mode "error": the aten calls seen, and "python" when a sync
-    happened outside any aten op (or the error text when the call failed for another reason)."""
+class CallWatch(TorchFunctionMode):
+    """Records the outermost Python-level torch calls (named as cgtool's tracer names them), their argument
+    features, and whether an aten op inside synced (the CPU analysis skips CPU-only reads inside calls that
+    run clean on CUDA, e.g. one_hot's input check)."""
+
+    def __init__(self, syncs: SyncWatch) -> None:
+        super().__init__()
+        self.sync_watch = syncs
+        self.calls: list[tuple[str, Features, bool]] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        name = call_name(func)
+        if name == "Tensor.<property>":
+            return func(*args, **kwargs)
+        feats = features(None, args, kwargs, lambda t: t.is_cuda)
+        before = self.sync_watch.syncs
+        try:
+            out = func(*args, **kwargs)
+        except RuntimeError as exc:
+            if _is_sync_error(exc):
+                self.calls.append((name, feats, True))
+            raise
+        self.calls.append((name, feats, self.sync_watch.syncs > before))
+        return out
+
+
+Watched = tuple[list[tuple[str, Features, bool]], list[tuple[str, Features, bool]], "str | None"]
+
+
+def run_watched(call: Callable[[], Any], device: str = "cuda") -> Watched:
+    """Run `call` on CUDA under sync debug mode "error": the aten calls seen, the Python-level calls seen, and
+    "python" when a sync happened outside any aten op (or the error text when the call failed otherwise)."""
     watch = SyncWatch()
+    calls = CallWatch(watch)
     problem = None
-    torch.cuda.synchronize()
-    torch.cuda.set_sync_debug_mode("error")
+    cuda = device == "cuda"  # "cpu": the plumbing only (a CPU smoke test), nothing can sync
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
     try:
-        with watch:
+        with calls, watch:
             call()
     except RuntimeError as exc:
         problem = "python" if _is_sync_error(exc) else f"error: {type(exc).__name__}"
     except Exception as exc:  # noqa: BLE001 - a sample that fails on its own is counted, not fatal
         problem = f"error: {type(exc).__name__}"
     finally:
-        torch.cuda.set_sync_debug_mode(0)
-    return watch.calls, problem
+        if cuda:
+            torch.cuda.set_sync_debug_mode(0)
+    return watch.calls, calls.calls, problem
 
 
-def opinfo_samples(dtypes: tuple[torch.dtype, ...] = DTYPES, limit_s: float = 240.0) -> Iterator[tuple[str, Callable[[], Any], Any, Any]]:
-    """(label, call, op, sample) for every OpInfo sample on CUDA, for each dtype in `dtypes` the op supports
-    (float32 first; the further dtypes stop once `limit_s` has passed)."""
+def load_op_db() -> list[Any]:
+    """PyTorch's OpInfo database. Its test utilities import `expecttest` (a test-only package) for a TestCase base
+    class; where it is missing, unittest's TestCase stands in (the samples do not use it)."""
+    try:
+        import expecttest  # noqa: F401
+    except ImportError:
+        import types
+        import unittest
+
+        stub = types.ModuleType("expecttest")
+        stub.TestCase = unittest.TestCase  # type: ignore[attr-defined]
+        sys.modules["expecttest"] = stub
     from torch.testing._internal.common_methods_invocations import op_db
 
+    return op_db
+
+
+def opinfo_samples(device: str = "cuda", dtypes: tuple[torch.dtype, ...] = DTYPES, limit_s: float = 240.0,
+                   ops: list[str] | None = None) -> Iterator[tuple[str, Callable[[], Any], Any, Any]]:
+    """(label, call, op, sample) for every OpInfo sample on `device`, for each dtype in `dtypes` the op supports
+    (float32 first; the further dtypes stop once `limit_s` has passed); `ops`: only these OpInfo names."""
+    op_db = load_op_db()
     start = time.perf_counter()
     for k, dtype in enumerate(dtypes):
         if k and time.perf_counter() - start > limit_s:
             break
         for op in op_db:
+            if ops is not None and op.name not in ops:
+                continue
+            if time.perf_counter() - start > 1.5 * limit_s:  # a hard stop well inside the 6-minute budget
+                return
             try:
-                supported = op.supported_dtypes("cuda")
+                supported = op.supported_dtypes(device)
             except Exception:  # noqa: BLE001
                 continue
             if dtype not in supported:
@@ -103,7 +161,7 @@ def opinfo_samples(dtypes: tuple[torch.dtype, ...] = DTYPES, limit_s: float = 24
             else:
                 dtype_here = dtype
             try:
-                samples = list(op.sample_inputs("cuda", dtype_here, requires_grad=False))
+                samples = list(op.sample_inputs(device, dtype_here, requires_grad=False))
             except Exception:  # noqa: BLE001
                 continue
             for i, s in enumerate(samples):
@@ -164,17 +222,21 @@ def api_cases(device: str) -> list[tuple[str, Callable[[], Any]]]:
     ]
 
 
-def collect(limit_s: float = 240.0) -> dict[str, Any]:
+def collect(limit_s: float = 240.0, device: str = "cuda", ops: list[str] | None = None) -> dict[str, Any]:
     """Run everything; return per aten overload its observations, and the counts."""
     torch.manual_seed(0)
     obs: dict[str, list[tuple[Features, bool]]] = {}
+    call_obs: dict[str, list[tuple[Features, bool]]] = {}
     synced_by: dict[str, set[str]] = {}  # op -> labels of samples/APIs where it synced (a few)
     python_level: list[str] = []
     ops_run: set[str] = set()
     samples = errors = 0
 
-    def record(label: str, calls: list[tuple[str, Features, bool]], problem: str | None) -> None:
+    def record(label: str, calls: list[tuple[str, Features, bool]], py_calls: list[tuple[str, Features, bool]],
+               problem: str | None) -> None:
         nonlocal errors
+        for name, feats, synced in py_calls:
+            call_obs.setdefault(name, []).append((feats, synced))
         for name, feats, synced in calls:
             obs.setdefault(name, []).append((feats, synced))
             if synced and len(synced_by.setdefault(name, set())) < 5:
@@ -184,14 +246,14 @@ def collect(limit_s: float = 240.0) -> dict[str, Any]:
         elif problem:
             errors += 1
 
-    for label, call, op, _ in opinfo_samples(limit_s=limit_s):
+    for label, call, op, _ in opinfo_samples(device, limit_s=limit_s, ops=ops):
         ops_run.add(op.name)
         samples += 1
-        record(label, *run_watched(call))
-    for label, call in api_cases("cuda"):
+        record(label, *run_watched(call, device))
+    for label, call in api_cases(device):
         samples += 1
-        record("api: " + label, *run_watched(call))
-    return {"obs": obs, "synced_by": synced_by, "python_level": python_level, "ops_run": len(ops_run),
+        record("api: " + label, *run_watched(call, device))
+    return {"obs": obs, "call_obs": call_obs, "synced_by": synced_by, "python_level": python_level, "ops_run": len(ops_run),
             "samples": samples, "errors": errors}
 
 
@@ -203,8 +265,15 @@ def build_table(result: dict[str, Any], seconds: float) -> dict[str, Any]:
             ops[name] = {"when": clauses, "seen": len(observations),
                          "synced": sum(1 for _, s in observations if s), "unexplained": unexplained,
                          "examples": sorted(result["synced_by"].get(name, ()))}
-    return {"schema": TABLE_SCHEMA, "torch_version": torch.__version__, "cuda": torch.version.cuda,
-            "device": torch.cuda.get_device_name(), "generated_by": "tools/sync_table.py",
+    calls = {}
+    for name, observations in sorted(result["call_obs"].items()):
+        clauses, unexplained = infer_conditions(observations)
+        if clauses or unexplained:
+            calls[name] = {"when": clauses, "seen": len(observations),
+                           "synced": sum(1 for _, s in observations if s), "unexplained": unexplained}
+    clean_calls = sorted(n for n in result["call_obs"] if n not in calls)
+    return {"schema": TABLE_SCHEMA, "torch_version": torch.__version__, "calls": calls, "clean_calls": clean_calls, "cuda": torch.version.cuda,
+            "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (plumbing only)", "generated_by": "tools/sync_table.py",
             "opinfo_ops": result["ops_run"], "samples": result["samples"], "sample_errors": result["errors"],
             "aten_overloads_seen": len(result["obs"]), "seconds": round(seconds, 1),
             "python_level_syncs": result["python_level"], "ops": ops}
@@ -217,6 +286,11 @@ def summary(table: dict[str, Any], path: str) -> str:
              f"syncing overloads {len(table['ops'])}, time {table['seconds']} s, table {os.path.getsize(path)} bytes", "",
              "| aten op | synced / seen | when | unexplained |", "|---|---|---|---|"]
     for name, e in table["ops"].items():
+        when = "; or ".join(describe(c) for c in e["when"]) or "-"
+        lines.append(f"| `{name}` | {e['synced']} / {e['seen']} | {when} | {e['unexplained']} |")
+    lines += ["", f"Python-level calls seen {len(table['calls']) + len(table['clean_calls'])}, with a sync inside "
+              f"{len(table['calls'])}:", "", "| call | synced / seen | when | unexplained |", "|---|---|---|---|"]
+    for name, e in table["calls"].items():
         when = "; or ".join(describe(c) for c in e["when"]) or "-"
         lines.append(f"| `{name}` | {e['synced']} / {e['seen']} | {when} | {e['unexplained']} |")
     if table["python_level_syncs"]:

@@ -56,6 +56,8 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
             return _in_library(trace, op, "CG103", f"{what} copies a GPU tensor to the host and waits for it", via)
         return None
     if op.kind == ATEN:
+        if detail.get("gpu_clean"):  # inside a call the sync table saw run clean on CUDA with these arguments
+            return None
         if op.name in R.SCALAR_READ_ATEN:
             return _scalar_read(trace, op, f"`{op.name}`", None, via)
         if (op.name in R.DATA_DEPENDENT_ATEN and not detail.get("fixed_size")) or detail.get("data_dependent"):

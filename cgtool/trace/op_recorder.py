@@ -50,6 +50,10 @@ def _histc_range(args: tuple, kwargs: dict) -> bool:
     return lo != hi
 
 
+# detail keys that make an aten op a sync finding (cgtool/checks/sync.py)
+_SYNC_KEYS = frozenset({"sync_when", "bool_index", "data_dependent", "via"})
+
+
 class OpRecorder(CallRecorder):
     """Recording state and the per-op logic. `virtual_cuda`: CPU tensors stand for CUDA tensors, and only
     tensors made on the host on purpose count as host tensors (the CPU run)."""
@@ -82,6 +86,7 @@ class OpRecorder(CallRecorder):
         # per OpOverload, the clauses under which it syncs on CUDA, None when it never does.
         self.sync_table: SyncTable | None = load_table(torch.__version__) if virtual_cuda else None
         self.sync_when: dict[Any, list[list[str]] | None] = {}
+        self.outer_call: tuple[str, tuple, dict] | None = None  # the Python-level call in flight (name, args, kwargs)
         self.origin: str | None = None  # where a host tensor made by the call in flight comes from, if not _phase
         self.sized_by_call: dict[str, Any] | None = None  # detail of a call with numbers awaiting its output
         self.sized_by_data: dict[str, Any] | None = None  # detail of a data-sized op awaiting its output
@@ -201,6 +206,8 @@ class OpRecorder(CallRecorder):
             detail = self.aten_detail(name, args, kwargs, tensors)
         if self.sync_table is not None and not host:
             detail = self.table_detail(func, args, kwargs, detail)
+            if detail and _SYNC_KEYS & detail.keys() and self.outer_call is not None:
+                self.note_gpu_clean(detail)
         ops = self.ops
         if ops is not None:
             ops.append(OpRecord(ATEN, name, shapes, dtypes, devices, inner, outer, stream,
@@ -227,6 +234,14 @@ class OpRecorder(CallRecorder):
         d["sync_table"] = table.torch_version + (f" ({table.note})" if table.note else "")
         d.setdefault("via", self.frame_table.library_path(sys._getframe(1)))
         return d
+
+    def note_gpu_clean(self, detail: dict[str, Any]) -> None:
+        """A sync-looking op inside a Python-level call that the table saw run clean on CUDA with these arguments
+        (one_hot checks its input on the host on CPU only): `gpu_clean` names the call, the checks skip the op."""
+        assert self.sync_table is not None and self.outer_call is not None
+        name, args, kwargs = self.outer_call
+        if self.sync_table.call_is_clean(name, features(None, args, kwargs, lambda t: not self.is_host(t))):
+            detail["gpu_clean"] = name
 
     def note_reads(self, tensors: list[Tensor]) -> None:
         for t in tensors:

@@ -16,8 +16,9 @@ import torch
 
 Tensor = torch.Tensor
 IsDevice = Callable[[Tensor], bool]
-# The features of one call: arg name -> (kind, numel, 0-dim); kind in device/host/number/true/false/none/default/
-# tensors-device/tensors-host/other; numel is -1 for non-tensors.
+# The features of one call: arg name -> (kind, numel, 0-dim); kind in device/host/device-bool/host-bool/number/
+# true/false/none/default/tensors-device/tensors-host/other; numel is -1 for non-tensors. A Python-level call
+# (no schema) names its arguments arg0, arg1, ... and its keywords by name.
 Features = dict[str, tuple[str, int, bool]]
 
 
@@ -36,19 +37,21 @@ def features(func: Any, args: tuple, kwargs: dict, is_device: IsDevice) -> Featu
     positional = [n for n, kw_only in names if not kw_only]
     given = dict(zip(positional, args))
     given.update(kwargs)
-    for name, _ in names or [(f"arg{i}", False) for i in range(len(args))]:
-        if name not in given:
-            out[name] = ("default", -1, False)
-            continue
-        out[name] = _one(given[name], is_device)
-    if not names:
+    if not names:  # a Python-level call (torch.nn.functional.one_hot): positions and keyword names
         for i, a in enumerate(args):
             out[f"arg{i}"] = _one(a, is_device)
+        for k, a in kwargs.items():
+            out[k] = _one(a, is_device)
+        return out
+    for name, _ in names:
+        out[name] = _one(given[name], is_device) if name in given else ("default", -1, False)
     return out
 
 
 def _one(v: Any, is_device: IsDevice) -> tuple[str, int, bool]:
     if isinstance(v, Tensor):
+        if v.dtype == torch.bool:  # a mask: indexing with it is data-dependent, with integers it is not
+            return ("device-bool" if is_device(v) else "host-bool", v.numel(), v.dim() == 0)
         return ("device" if is_device(v) else "host", v.numel(), v.dim() == 0)
     if v is None:
         return ("none", -1, False)
@@ -67,7 +70,7 @@ def atoms(feats: Features, thresholds: dict[str, Iterable[int]] | None = None) -
     out = set()
     for name, (kind, numel, zero_dim) in feats.items():
         out.add(f"{name}:{kind}")
-        if kind in ("device", "host"):
+        if kind.startswith(("device", "host")):
             out.add(f"{name}:tensor")
             if zero_dim:
                 out.add(f"{name}:0d")
@@ -90,12 +93,13 @@ def holds(atom: str, feats: Features) -> bool:
         return numel >= int(feature[7:])
     if feature.startswith("numel<"):
         return 0 <= numel < int(feature[6:])
+    tensor = kind.startswith(("device", "host"))
     if feature == "tensor":
-        return kind in ("device", "host")
+        return tensor
     if feature == "0d":
-        return kind in ("device", "host") and zero_dim
+        return tensor and zero_dim
     if feature == "nd":
-        return kind in ("device", "host") and not zero_dim
+        return tensor and not zero_dim
     return kind == feature
 
 
@@ -114,7 +118,8 @@ def describe(clause: list[str]) -> str:
     return " and ".join(_atom_words(a) for a in clause)
 
 
-_WORDS = {"device": "is a device tensor", "host": "is a host tensor", "number": "is a Python number",
+_WORDS = {"device": "is a device tensor", "host": "is a host tensor", "device-bool": "is a device bool tensor",
+          "host-bool": "is a host bool tensor", "number": "is a Python number",
           "true": "is True", "false": "is False", "none": "is None", "default": "is not given",
           "tensor": "is a tensor", "0d": "is a 0-dim tensor", "nd": "is a tensor of 1+ dims",
           "tensors-device": "holds device tensors", "tensors-host": "holds host tensors only", "other": "is given"}

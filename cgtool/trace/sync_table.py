@@ -21,17 +21,32 @@ _NAME = re.compile(r"^sync_table-(\d+)\.(\d+)\.json$")
 
 @dataclass
 class SyncTable:
-    """ops: overload name ("aten.masked_fill.Tensor") -> list of clauses under which it syncs."""
+    """ops: overload name ("aten.masked_fill.Tensor") -> list of clauses under which it syncs. calls: Python-level
+    torch calls (the outermost one a TorchFunctionMode sees, "torch.nn.functional.one_hot") -> clauses under which
+    a sync happened inside them on CUDA, for the calls whose arguments explain it; clean_calls: calls seen on CUDA
+    that never synced. A CPU run that sees a sync-looking op inside a call that is clean on CUDA with these
+    arguments (one_hot checks its input on the host on CPU only) does not report it."""
 
     torch_version: str  # the version the table was generated with ("2.11.0+cu130")
     ops: dict[str, list[list[str]]] = field(default_factory=dict)
     note: str | None = None  # set when the table is not the running torch's: says which one is used
+    calls: dict[str, list[list[str]]] = field(default_factory=dict)
+    clean_calls: frozenset[str] = frozenset()
+
+    def call_is_clean(self, name: str, feats: Features) -> bool:
+        """On CUDA, `name` with these arguments runs no sync (as far as the generator saw)."""
+        if name in self.clean_calls:
+            return True
+        conditions = self.calls.get(name)
+        return conditions is not None and not any(all(holds(a, feats) for a in c) for c in conditions)
 
     @classmethod
     def from_json(cls, d: dict[str, Any], note: str | None = None) -> SyncTable:
         if d.get("schema") != TABLE_SCHEMA:
             raise ValueError(f"sync table schema {d.get('schema')!r} is not {TABLE_SCHEMA}")
-        return cls(d["torch_version"], {k: [list(c) for c in v["when"]] for k, v in d["ops"].items()}, note)
+        calls = {k: [list(c) for c in v["when"]] for k, v in d.get("calls", {}).items() if not v.get("unexplained")}
+        return cls(d["torch_version"], {k: [list(c) for c in v["when"]] for k, v in d["ops"].items()}, note, calls,
+                   frozenset(d.get("clean_calls", ())))
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -87,7 +102,7 @@ def _thresholds(observations: list[tuple[Features, bool]]) -> dict[str, list[int
     for feats, synced in observations:
         if synced:
             for name, (kind, numel, _) in feats.items():
-                if kind in ("device", "host") and numel > 0:
+                if kind.startswith(("device", "host")) and numel > 0:
                     out.setdefault(name, set()).add(numel)
     return {k: sorted(v) for k, v in out.items()}
 
