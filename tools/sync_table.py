@@ -122,9 +122,9 @@ def run_watched(call: Callable[[], Any], device: str = "cuda") -> Watched:
 def load_op_db() -> list[Any]:
     """PyTorch's OpInfo database. Its test utilities import `expecttest` (a test-only package) for a TestCase base
     class; where it is missing, unittest's TestCase stands in (the samples do not use it)."""
-    try:
-        import expecttest  # noqa: F401
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("expecttest") is None:
         import types
         import unittest
 
@@ -222,8 +222,10 @@ def api_cases(device: str) -> list[tuple[str, Callable[[], Any]]]:
     ]
 
 
-def collect(limit_s: float = 240.0, device: str = "cuda", ops: list[str] | None = None) -> dict[str, Any]:
-    """Run everything; return per aten overload its observations, and the counts."""
+def collect(limit_s: float = 240.0, device: str = "cuda", ops: list[str] | None = None,
+            on_sample: Callable[[str, Any, Any], None] | None = None) -> dict[str, Any]:
+    """Run everything; return per aten overload and per Python-level call its observations, per sample whether
+    it synced ("truth"), and the counts. `on_sample(label, op, sample)` sees each OpInfo sample before it runs."""
     torch.manual_seed(0)
     obs: dict[str, list[tuple[Features, bool]]] = {}
     call_obs: dict[str, list[tuple[Features, bool]]] = {}
@@ -232,9 +234,12 @@ def collect(limit_s: float = 240.0, device: str = "cuda", ops: list[str] | None 
     ops_run: set[str] = set()
     samples = errors = 0
 
+    truth: dict[str, bool | None] = {}  # per sample: synced on CUDA (None: it failed on its own)
+
     def record(label: str, calls: list[tuple[str, Features, bool]], py_calls: list[tuple[str, Features, bool]],
                problem: str | None) -> None:
         nonlocal errors
+        truth[label] = None if problem and problem != "python" else (problem == "python" or any(s for _, _, s in calls))
         for name, feats, synced in py_calls:
             call_obs.setdefault(name, []).append((feats, synced))
         for name, feats, synced in calls:
@@ -246,14 +251,16 @@ def collect(limit_s: float = 240.0, device: str = "cuda", ops: list[str] | None 
         elif problem:
             errors += 1
 
-    for label, call, op, _ in opinfo_samples(device, limit_s=limit_s, ops=ops):
+    for label, call, op, sample in opinfo_samples(device, limit_s=limit_s, ops=ops):
+        if on_sample is not None:
+            on_sample(label, op, sample)
         ops_run.add(op.name)
         samples += 1
         record(label, *run_watched(call, device))
     for label, call in api_cases(device):
         samples += 1
         record("api: " + label, *run_watched(call, device))
-    return {"obs": obs, "call_obs": call_obs, "synced_by": synced_by, "python_level": python_level, "ops_run": len(ops_run),
+    return {"obs": obs, "call_obs": call_obs, "synced_by": synced_by, "truth": truth, "python_level": python_level, "ops_run": len(ops_run),
             "samples": samples, "errors": errors}
 
 

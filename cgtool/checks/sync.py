@@ -69,8 +69,9 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
         if detail.get("move") == "d2h":
             return _in_library(trace, op, "CG103", f"`{op.name}` copies a GPU tensor to the host", via)
         if detail.get("sync_when"):
-            return _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA when "
-                               f"{detail['sync_when']} (sync table of torch {detail.get('sync_table')})", via)
+            when = "with any arguments" if detail["sync_when"] == "always" else f"when {detail['sync_when']}"
+            return _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA {when} "
+                               f"(sync table of torch {detail.get('sync_table')})", via)
         return None
     if op.kind == SYNC_WARNING:
         return finding_at(trace, "CG101", op.frame, "a synchronizing CUDA operation runs here "

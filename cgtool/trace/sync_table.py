@@ -79,8 +79,11 @@ def table_path(torch_version: str, data_dir: str = DATA_DIR) -> tuple[str | None
 _cache: dict[tuple[str, str], SyncTable | None] = {}
 
 
-def load_table(torch_version: str, data_dir: str = DATA_DIR) -> SyncTable | None:
-    """The table for `torch_version` (or the nearest one, with a note saying so); None without any table."""
+def load_table(torch_version: str, data_dir: str | None = None) -> SyncTable | None:
+    """The table for `torch_version` (or the nearest one, with a note saying so); None without any table.
+    `data_dir`: by default $CGTOOL_SYNC_TABLE_DIR when set (the GPU tests point it at a freshly generated
+    table), else the tables shipped in cgtool/trace/data/."""
+    data_dir = data_dir or os.environ.get("CGTOOL_SYNC_TABLE_DIR") or DATA_DIR
     key = (torch_version, data_dir)
     if key not in _cache:
         path, exact = table_path(torch_version, data_dir)
