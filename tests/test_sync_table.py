@@ -197,3 +197,13 @@ def test_optimizer_capture_follows_torchs_health_check(tmp_path, make, refused):
     _, findings, errors = analyze_on_cpu(load_script(str(path)))
     assert not errors, errors
     assert any(f.rule == "CG404" for f in findings) == refused, findings
+
+
+def test_a_negative_number_is_its_own_atom():
+    """one_hot(t, num_classes=-1) reads the data's max on CUDA, num_classes=10 does not."""
+    neg = features(None, (torch.zeros(3),), {"num_classes": -1}, _device)
+    pos = features(None, (torch.zeros(3),), {"num_classes": 10}, _device)
+    assert holds("num_classes:number", neg) and holds("num_classes:number-neg", neg)
+    assert holds("num_classes:number", pos) and not holds("num_classes:number-neg", pos)
+    clauses, _ = infer_conditions([(neg, True), (pos, False), (features(None, (torch.zeros(3),), {}, _device), True)])
+    assert matching_clause(clauses, neg) is not None and matching_clause(clauses, pos) is None

@@ -17,7 +17,7 @@ import torch
 Tensor = torch.Tensor
 IsDevice = Callable[[Tensor], bool]
 # The features of one call: arg name -> (kind, numel, 0-dim); kind in device/host/device-bool/host-bool/number/
-# true/false/none/default/tensors-device/tensors-host/other; numel is -1 for non-tensors. A Python-level call
+# number-neg (a negative number, often a sentinel: one_hot's num_classes=-1)/true/false/none/default/tensors-device/tensors-host/other; numel is -1 for non-tensors. A Python-level call
 # (no schema) names its arguments arg0, arg1, ... and its keywords by name.
 Features = dict[str, tuple[str, int, bool]]
 
@@ -57,7 +57,9 @@ def _one(v: Any, is_device: IsDevice) -> tuple[str, int, bool]:
         return ("none", -1, False)
     if isinstance(v, bool):
         return ("true" if v else "false", -1, False)
-    if isinstance(v, (int, float, complex)):
+    if isinstance(v, (int, float)):
+        return ("number-neg" if v < 0 else "number", -1, False)  # -1 often means "find it from the data"
+    if isinstance(v, complex):
         return ("number", -1, False)
     if isinstance(v, (list, tuple)) and v and all(isinstance(x, Tensor) for x in v):
         device = any(is_device(x) for x in v)
@@ -70,6 +72,8 @@ def atoms(feats: Features, thresholds: dict[str, Iterable[int]] | None = None) -
     out = set()
     for name, (kind, numel, zero_dim) in feats.items():
         out.add(f"{name}:{kind}")
+        if kind == "number-neg":
+            out.add(f"{name}:number")
         if kind.startswith(("device", "host")):
             out.add(f"{name}:tensor")
             if zero_dim:
@@ -94,6 +98,8 @@ def holds(atom: str, feats: Features) -> bool:
     if feature.startswith("numel<"):
         return 0 <= numel < int(feature[6:])
     tensor = kind.startswith(("device", "host"))
+    if feature == "number":
+        return kind.startswith("number")
     if feature == "tensor":
         return tensor
     if feature == "0d":
@@ -119,7 +125,7 @@ def describe(clause: list[str]) -> str:
 
 
 _WORDS = {"device": "is a device tensor", "host": "is a host tensor", "device-bool": "is a device bool tensor",
-          "host-bool": "is a host bool tensor", "number": "is a Python number",
+          "host-bool": "is a host bool tensor", "number": "is a Python number", "number-neg": "is a negative Python number",
           "true": "is True", "false": "is False", "none": "is None", "default": "is not given",
           "tensor": "is a tensor", "0d": "is a 0-dim tensor", "nd": "is a tensor of 1+ dims",
           "tensors-device": "holds device tensors", "tensors-host": "holds host tensors only", "other": "is given"}
