@@ -136,19 +136,25 @@ def load_op_db() -> list[Any]:
     return op_db
 
 
-def opinfo_samples(device: str = "cuda", dtypes: tuple[torch.dtype, ...] = DTYPES, limit_s: float = 240.0,
-                   ops: list[str] | None = None) -> Iterator[tuple[str, Callable[[], Any], Any, Any]]:
+def opinfo_samples(device: str = "cuda", dtypes: tuple[torch.dtype, ...] = DTYPES, limit_s: float = 150.0,
+                   ops: list[str] | None = None, progress: dict[str, Any] | None = None
+                   ) -> Iterator[tuple[str, Callable[[], Any], Any, Any]]:
     """(label, call, op, sample) for every OpInfo sample on `device`, for each dtype in `dtypes` the op supports
-    (float32 first; the further dtypes stop once `limit_s` has passed); `ops`: only these OpInfo names."""
+    (float32 first; the further dtypes stop once `limit_s` has passed); `ops`: only these OpInfo names.
+    `progress` hears which dtypes ran ("dtypes") and whether the hard stop cut a pass short ("stopped")."""
+    progress = progress if progress is not None else {}
+    progress.update(dtypes=[], stopped=False)
     op_db = load_op_db()
     start = time.perf_counter()
     for k, dtype in enumerate(dtypes):
         if k and time.perf_counter() - start > limit_s:
             break
+        progress["dtypes"].append(str(dtype))
         for op in op_db:
             if ops is not None and op.name not in ops:
                 continue
             if time.perf_counter() - start > 1.5 * limit_s:  # a hard stop well inside the 6-minute budget
+                progress["stopped"] = True
                 return
             try:
                 supported = op.supported_dtypes(device)
@@ -222,7 +228,7 @@ def api_cases(device: str) -> list[tuple[str, Callable[[], Any]]]:
     ]
 
 
-def collect(limit_s: float = 240.0, device: str = "cuda", ops: list[str] | None = None,
+def collect(limit_s: float = 150.0, device: str = "cuda", ops: list[str] | None = None,
             on_sample: Callable[[str, Any, Any], None] | None = None) -> dict[str, Any]:
     """Run everything; return per aten overload and per Python-level call its observations, per sample whether
     it synced ("truth"), and the counts. `on_sample(label, op, sample)` sees each OpInfo sample before it runs."""
@@ -251,7 +257,8 @@ def collect(limit_s: float = 240.0, device: str = "cuda", ops: list[str] | None 
         elif problem:
             errors += 1
 
-    for label, call, op, sample in opinfo_samples(device, limit_s=limit_s, ops=ops):
+    progress: dict[str, Any] = {}
+    for label, call, op, sample in opinfo_samples(device, limit_s=limit_s, ops=ops, progress=progress):
         if on_sample is not None:
             on_sample(label, op, sample)
         ops_run.add(op.name)
@@ -260,7 +267,7 @@ def collect(limit_s: float = 240.0, device: str = "cuda", ops: list[str] | None 
     for label, call in api_cases(device):
         samples += 1
         record("api: " + label, *run_watched(call, device))
-    return {"obs": obs, "call_obs": call_obs, "synced_by": synced_by, "truth": truth, "python_level": python_level, "ops_run": len(ops_run),
+    return {"obs": obs, "call_obs": call_obs, "synced_by": synced_by, "truth": truth, "progress": progress, "python_level": python_level, "ops_run": len(ops_run),
             "samples": samples, "errors": errors}
 
 
@@ -279,7 +286,8 @@ def build_table(result: dict[str, Any], seconds: float) -> dict[str, Any]:
             calls[name] = {"when": clauses, "seen": len(observations),
                            "synced": sum(1 for _, s in observations if s), "unexplained": unexplained}
     clean_calls = sorted(n for n in result["call_obs"] if n not in calls)
-    return {"schema": TABLE_SCHEMA, "torch_version": torch.__version__, "calls": calls, "clean_calls": clean_calls, "cuda": torch.version.cuda,
+    return {"schema": TABLE_SCHEMA, "torch_version": torch.__version__, "calls": calls, "clean_calls": clean_calls,
+            "dtypes": result["progress"].get("dtypes", []), "cut_short": result["progress"].get("stopped", False), "cuda": torch.version.cuda,
             "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (plumbing only)", "generated_by": "tools/sync_table.py",
             "opinfo_ops": result["ops_run"], "samples": result["samples"], "sample_errors": result["errors"],
             "aten_overloads_seen": len(result["obs"]), "seconds": round(seconds, 1),
@@ -290,7 +298,9 @@ def summary(table: dict[str, Any], path: str) -> str:
     lines = [f"# sync table, torch {table['torch_version']} on {table['device']}", "",
              f"OpInfo ops {table['opinfo_ops']}, samples {table['samples']} (failed on their own: "
              f"{table['sample_errors']}), aten overloads seen {table['aten_overloads_seen']}, "
-             f"syncing overloads {len(table['ops'])}, time {table['seconds']} s, table {os.path.getsize(path)} bytes", "",
+             f"syncing overloads {len(table['ops'])}, time {table['seconds']} s, table {os.path.getsize(path)} bytes; "
+             f"dtypes {', '.join(table['dtypes'])}{' (the last pass cut short by the time limit)' if table['cut_short'] else ''}",
+             "",
              "| aten op | synced / seen | when | unexplained |", "|---|---|---|---|"]
     for name, e in table["ops"].items():
         when = "; or ".join(describe(c) for c in e["when"]) or "-"
@@ -308,7 +318,7 @@ def summary(table: dict[str, Any], path: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the table and its summary")
-    p.add_argument("--limit", type=float, default=240.0, help="seconds after which no further dtype is started")
+    p.add_argument("--limit", type=float, default=150.0, help="seconds after which no further dtype is started (all samples stop at 1.5 times this)")
     a = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("tools/sync_table.py needs a CUDA device", file=sys.stderr)
