@@ -227,3 +227,13 @@ def test_generator_plumbing_on_cpu(tmp_path):
     path = tmp_path / "t.json"
     path.write_text("{}")
     assert "OpInfo ops 2" in tool.summary(table, str(path))
+
+
+def test_as_tensor_of_a_host_tensor_onto_the_device_is_a_device_tensor(tmp_path):
+    """ASGD(capturable=True, lr=torch.tensor(0.01)) makes its eta with torch.as_tensor(lr, device=p.device): a copy
+    on the GPU, the same object on the CPU. The CPU run must not take eta for the host tensor lr."""
+    path = tmp_path / "step.py"
+    path.write_text(OPT_STEP.format(make="torch.optim.ASGD(model.parameters(), lr=torch.tensor(0.01), foreach=False, "
+                                         "capturable=True)"))
+    _, findings, errors = analyze_on_cpu(load_script(str(path)))
+    assert not errors and not [f for f in findings if f.severity == "error"], findings
