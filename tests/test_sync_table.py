@@ -237,3 +237,12 @@ def test_as_tensor_of_a_host_tensor_onto_the_device_is_a_device_tensor(tmp_path)
                                          "capturable=True)"))
     _, findings, errors = analyze_on_cpu(load_script(str(path)))
     assert not errors and not [f for f in findings if f.severity == "error"], findings
+
+
+def test_index_lists_tell_a_bool_mask_from_integer_indices():
+    x = torch.zeros(4, 4)
+    mask = features(aten.index.Tensor, (x, [x[0] > 0]), {}, _device)
+    ints = features(aten.index.Tensor, (x, [None, torch.tensor([0, 1])]), {}, _device)
+    assert mask["indices"][0] == "tensors-device-bool" and ints["indices"][0] == "tensors-device"
+    clauses, unexplained = infer_conditions([(mask, True), (ints, False)])
+    assert clauses == [["indices:tensors-device-bool"]] and unexplained == 0

@@ -61,9 +61,12 @@ def _one(v: Any, is_device: IsDevice) -> tuple[str, int, bool]:
         return ("number-neg" if v < 0 else "number", -1, False)  # -1 often means "find it from the data"
     if isinstance(v, complex):
         return ("number", -1, False)
-    if isinstance(v, (list, tuple)) and v and all(isinstance(x, Tensor) for x in v):
-        device = any(is_device(x) for x in v)
-        return ("tensors-device" if device else "tensors-host", sum(x.numel() for x in v), False)
+    tensors = [x for x in v if isinstance(x, Tensor)] if isinstance(v, (list, tuple)) else []
+    if tensors and all(x is None or isinstance(x, Tensor) for x in v):  # a tensor list, or indices (None: a slice)
+        kind = "tensors-device" if any(is_device(x) for x in tensors) else "tensors-host"
+        if any(x.dtype == torch.bool for x in tensors):
+            kind += "-bool"  # boolean masks among indices: aten.index sizes its output from the data
+        return (kind, sum(x.numel() for x in tensors), False)
     return ("other", -1, False)
 
 
@@ -128,7 +131,9 @@ _WORDS = {"device": "is a device tensor", "host": "is a host tensor", "device-bo
           "host-bool": "is a host bool tensor", "number": "is a Python number", "number-neg": "is a negative Python number",
           "true": "is True", "false": "is False", "none": "is None", "default": "is not given",
           "tensor": "is a tensor", "0d": "is a 0-dim tensor", "nd": "is a tensor of 1+ dims",
-          "tensors-device": "holds device tensors", "tensors-host": "holds host tensors only", "other": "is given"}
+          "tensors-device": "holds device tensors", "tensors-host": "holds host tensors only",
+          "tensors-device-bool": "holds device tensors, a bool mask among them",
+          "tensors-host-bool": "holds host tensors only, a bool mask among them", "other": "is given"}
 
 
 def _atom_words(atom: str) -> str:
