@@ -1,6 +1,7 @@
 """Host-device synchronizations inside the step (CG101-CG104), and non-capturable optimizers (CG404).
 
-The CPU run recognizes them by op and call (they are not syncs on a CPU); the GPU run adds the
+The CPU run recognizes them by op and call (they are not syncs on a CPU), and by the sync table generated on a
+GPU (an aten op and the arguments under which it syncs: `sync_when` in its detail); the GPU run adds the
 warnings of torch.cuda.set_sync_debug_mode. A sync inside torch is blamed on the user's line that
 called into torch, and named by the library function it happened in.
 """
@@ -57,6 +58,8 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
             return _in_library(trace, op, "CG103", f"{what} copies a GPU tensor to the host and waits for it", via)
         return None
     if op.kind == ATEN:
+        if detail.get("gpu_clean"):  # inside a call the sync table saw run clean on CUDA with these arguments
+            return None
         if op.name in R.SCALAR_READ_ATEN:
             return _scalar_read(trace, op, f"`{op.name}`", None, via)
         if (op.name in R.DATA_DEPENDENT_ATEN and not detail.get("fixed_size")) or detail.get("data_dependent"):
@@ -67,6 +70,10 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
                                "size that depends on the data (it calls nonzero), so the host waits for the GPU", via)
         if detail.get("move") == "d2h":
             return _in_library(trace, op, "CG103", f"`{op.name}` copies a GPU tensor to the host", via)
+        if detail.get("sync_when"):
+            when = "with any arguments" if detail["sync_when"] == "always" else f"when {detail['sync_when']}"
+            return _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA {when} "
+                               f"(sync table of torch {detail.get('sync_table')})", via)
         return None
     if op.kind == SYNC_WARNING:
         return finding_at(trace, "CG101", op.frame, "a synchronizing CUDA operation runs here "
@@ -127,6 +134,12 @@ def _event_findings(trace: Trace) -> list[Finding]:
         if ev.iteration in captured and ev.kind in _SYNC_EVENTS:
             rule = "CG105" if ev.kind.startswith("query-") else "CG104"
             out.append(finding_at(trace, rule, ev.frame, _SYNC_EVENTS[ev.kind]))
+        elif ev.iteration in captured and ev.kind == "optimizer-check" and ev.target:
+            groups = f"{ev.target} of its {ev.stream} param groups" if (ev.stream or 0) > 1 else "its param group"
+            out.append(finding_at(trace, "CG404", ev.frame, f"the optimizer's step() runs torch's capture health check "
+                                  f"and {groups} {'are' if ev.target > 1 else 'is'} not capturable=True: PyTorch "
+                                  "raises `Attempting CUDA graph capture of step() ... capturable is False` (fused and "
+                                  "foreach do not make an optimizer capturable)"))
     return out
 
 

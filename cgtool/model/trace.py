@@ -74,7 +74,8 @@ class StreamEvent:
     """A call of the CUDA stream/event/sync API (recorded by the CPU stand-ins or the GPU watcher).
 
     kind: create, switch, wait-stream, record-event, wait-event, sync-device, sync-stream, sync-event,
-    query-stream, query-event, elapsed-time. `stream` is the stream acted on (the waiting stream for a
+    query-stream, query-event, elapsed-time, optimizer-check (stream: param groups, target: groups not
+    capturable; the CPU stand-in of torch's capture health check). `stream` is the stream acted on (the waiting stream for a
     wait); `target` is the other stream (wait-stream) or the event id (record/wait/sync/query event).
     """
 

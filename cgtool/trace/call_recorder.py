@@ -225,6 +225,10 @@ class CallRecorder:
         if name in R.FACTORY_CALLS and name != "Tensor.new_tensor":
             if host:
                 self.tag(out, pinned=bool(kwargs.get("pin_memory")))
+            elif self.virtual_cuda and out is src and src is not None and self.is_host(src):
+                # torch.as_tensor(host_tensor, device=cuda) copies on a GPU; on the CPU it returns its input
+                # (ASGD's eta from a tensor lr): a copy, so the device tensor is not taken for the host one
+                out = self.copy_of(src)
         elif name == "Tensor.pin_memory":
             self.tag(out, pinned=True)
         elif name == "Tensor.cpu" or target == "host":
@@ -236,6 +240,13 @@ class CallRecorder:
                 out = self.alias(src)
             self.untag(out)
         return out
+
+    def copy_of(self, t: Tensor) -> Tensor:
+        self.mute += 1
+        try:
+            return t.clone()
+        finally:
+            self.mute -= 1
 
     def alias(self, t: Tensor) -> Tensor:
         self.mute += 1

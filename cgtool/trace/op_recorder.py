@@ -18,6 +18,8 @@ from cgtool.model.trace import ATEN, Iteration, OpRecord, Trace
 from cgtool.trace import op_roles as R
 from cgtool.trace.call_recorder import CallRecorder, device_name, dtype_name
 from cgtool.trace.frame_table import SKIPPED, FrameTable, caller_frame
+from cgtool.trace.sync_conditions import describe, features, matching_clause
+from cgtool.trace.sync_table import SyncTable, load_table
 
 Tensor = torch.Tensor
 # Which stream an op runs on: (stream id, capturing) for a device index; None where CUDA is absent.
@@ -46,6 +48,10 @@ def _histc_range(args: tuple, kwargs: dict) -> bool:
     lo = kwargs.get("min", args[2] if len(args) > 2 else 0)
     hi = kwargs.get("max", args[3] if len(args) > 3 else 0)
     return lo != hi
+
+
+# detail keys that make an aten op a sync finding (cgtool/checks/sync.py)
+_SYNC_KEYS = frozenset({"sync_when", "bool_index", "data_dependent", "via"})
 
 
 class OpRecorder(CallRecorder):
@@ -77,6 +83,11 @@ class OpRecorder(CallRecorder):
         self.call_names: dict[Any, str] = {}
         self.call_kinds: dict[Any, tuple[str, int]] = {}
         self.meta_cache: dict[tuple, tuple[tuple[str, ...], tuple[str, ...], int]] = {}
+        # The CPU run judges aten ops by the sync table generated on a GPU (cgtool/trace/sync_table.py):
+        # per OpOverload, the clauses under which it syncs on CUDA, None when it never does.
+        self.sync_table: SyncTable | None = load_table(torch.__version__) if virtual_cuda else None
+        self.sync_when: dict[Any, list[list[str]] | None] = {}
+        self.outer_call: tuple[str, tuple, dict] | None = None  # the Python-level call in flight (name, args, kwargs)
         self.origin: str | None = None  # where a host tensor made by the call in flight comes from, if not _phase
         self.sized_by_call: dict[str, Any] | None = None  # detail of a call with numbers awaiting its output
         self.sized_by_data: dict[str, Any] | None = None  # detail of a data-sized op awaiting its output
@@ -197,6 +208,10 @@ class OpRecorder(CallRecorder):
         detail = None
         if notable or "generator" in kwargs:
             detail = self.aten_detail(name, args, kwargs, tensors)
+        if self.sync_table is not None and not host:
+            detail = self.table_detail(func, args, kwargs, detail)
+            if detail and _SYNC_KEYS & detail.keys() and self.outer_call is not None:
+                self.note_gpu_clean(detail)
         ops = self.ops
         if ops is not None:
             ops.append(OpRecord(ATEN, name, shapes, dtypes, devices, inner, outer, stream,
@@ -204,6 +219,33 @@ class OpRecorder(CallRecorder):
             if detail is not None and ("via" in detail or "data_dependent" in detail):
                 self.sized_by_data = detail  # its output shapes are filled in after it runs
         return host and self.virtual_cuda
+
+    def table_detail(self, func: Any, args: tuple, kwargs: dict, detail: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Add `sync_when` (the table's clause that holds, in words) when the op syncs on CUDA with these arguments;
+        a tensor counts as a device tensor unless it was made on the host (as the GPU would see it)."""
+        table = self.sync_table
+        assert table is not None
+        conditions = self.sync_when.get(func, False)
+        if conditions is False:
+            conditions = self.sync_when[func] = table.ops.get(str(func))
+        if not conditions:
+            return detail
+        clause = matching_clause(conditions, features(func, args, kwargs, lambda t: not self.is_host(t)))
+        if clause is None:
+            return detail
+        d = dict(detail or {})
+        d["sync_when"] = describe(clause)
+        d["sync_table"] = table.torch_version + (f" ({table.note})" if table.note else "")
+        d.setdefault("via", self.frame_table.library_path(sys._getframe(1)))
+        return d
+
+    def note_gpu_clean(self, detail: dict[str, Any]) -> None:
+        """A sync-looking op inside a Python-level call that the table saw run clean on CUDA with these arguments
+        (one_hot checks its input on the host on CPU only): `gpu_clean` names the call, the checks skip the op."""
+        assert self.sync_table is not None and self.outer_call is not None
+        name, args, kwargs = self.outer_call
+        if self.sync_table.call_is_clean(name, features(None, args, kwargs, lambda t: not self.is_host(t))):
+            detail["gpu_clean"] = name
 
     def note_reads(self, tensors: list[Tensor]) -> None:
         for t in tensors:

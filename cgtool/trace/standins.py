@@ -130,6 +130,7 @@ class CudaStandins(StandinStreams):
         # record_stream's argument parser rejects a stand-in stream before any mode sees the call
         self._set(torch.Tensor, "record_stream", lambda tensor, stream: None)
         self._install_capturable_optimizers()
+        self._install_optimizer_health_check()
         self._install_grad_scaler()
 
     def _install_capturable_optimizers(self) -> None:
@@ -148,6 +149,23 @@ class CudaStandins(StandinStreams):
             if getattr(module, "__name__", "").startswith("torch.optim") and \
                     getattr(module, "_get_capturable_supported_devices", None) is real:
                 self._set(module, "_get_capturable_supported_devices", supported)
+
+    def _install_optimizer_health_check(self) -> None:
+        """torch's capture health check (Optimizer._accelerator_graph_capture_health_check) returns at once
+        without CUDA; its stand-in decides as torch does on a GPU, during the emulated capture: step() of an
+        optimizer whose param groups are not all capturable=True (a group without the flag, as Adafactor's,
+        fails torch's `group["capturable"]` too) is refused. Reported as an "optimizer-check" event: stream =
+        number of param groups, target = how many are not capturable."""
+        optimizer = torch.optim.Optimizer
+
+        def health_check(opt: Any) -> None:
+            if self.capturing and not torch.compiler.is_compiling():
+                groups = opt.param_groups
+                self.report("optimizer-check", len(groups), sum(1 for g in groups if not g.get("capturable", False)))
+
+        for name in ("_accelerator_graph_capture_health_check", "_cuda_graph_capture_health_check"):
+            if name in optimizer.__dict__:
+                self._set(optimizer, name, health_check)
 
     def _install_grad_scaler(self) -> None:
         """GradScaler("cuda") disables itself without CUDA; on the CPU run it scales on the CPU instead."""

@@ -257,10 +257,12 @@ class _FunctionMode(TorchFunctionMode):
             t.fail(exc)
             return func(*args, **kwargs) if run is None else run(func, args, kwargs)
         if kind == PLAIN:
+            t.outer_call = (name, args, kwargs)  # what the sync table's Python-level entries are about
             try:
                 out = func(*args, **kwargs) if run is None else run(func, args, kwargs)
             finally:
                 t.call_host = None
+                t.outer_call = None
             if t.sized_by_call is not None:
                 try:
                     if isinstance(out, Tensor):

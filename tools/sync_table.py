@@ -1,0 +1,341 @@
+"""Generate cgtool's sync table on a CUDA machine: run PyTorch's OpInfo samples (op_db) and a list of
+Python-level torch APIs under torch.cuda.set_sync_debug_mode("error"), name the outermost aten op that
+synchronized, and infer under which arguments it does (cgtool/trace/sync_conditions.py's language).
+
+    PYTHONPATH=. python3 tools/sync_table.py --out $OUT        # writes $OUT/sync_table-<major.minor>.json
+                                                               # and $OUT/sync_table-run.md (summary)
+
+Needs CUDA. What sync debug mode catches: c10::cuda::warn_or_error_on_sync(), called by stream_synchronize
+and memcpy_and_sync (c10/cuda/CUDAFunctions.h): every device-to-host copy and stream/device wait that goes
+through c10's helpers. A sync by other means (a raw cudaMemcpy in a library) is not seen; torch calls the
+mode a prototype.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, Callable, Iterator
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from cgtool.trace.op_roles import call_name
+from cgtool.trace.sync_conditions import Features, describe, features
+from cgtool.trace.sync_table import TABLE_SCHEMA, infer_conditions
+
+SYNC_MESSAGE = "called a synchronizing CUDA operation"
+DTYPES = (torch.float32, torch.int64, torch.bool)
+
+
+def _is_sync_error(exc: BaseException) -> bool:
+    return SYNC_MESSAGE in str(exc)
+
+
+class SyncWatch(TorchDispatchMode):
+    """Records, per aten op call, its argument features and whether it synchronized (sync debug mode "error"
+    raises inside it; the op is then rerun with the mode off so the sample goes on)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, Features, bool]] = []
+        self.syncs = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        feats = features(func, args, kwargs, lambda t: t.is_cuda)
+        name = str(func)
+        try:
+            out = func(*args, **kwargs)
+        except RuntimeError as exc:
+            if not _is_sync_error(exc):
+                raise
+            self.calls.append((name, feats, True))
+            self.syncs += 1
+            torch.cuda.set_sync_debug_mode(0)
+            try:
+                out = func(*args, **kwargs)
+            finally:
+                torch.cuda.set_sync_debug_mode("error")
+            return out
+        self.calls.append((name, feats, False))
+        return out
+
+
+class CallWatch(TorchFunctionMode):
+    """Records the outermost Python-level torch calls (named as cgtool's tracer names them), their argument
+    features, and whether an aten op inside synced (the CPU analysis skips CPU-only reads inside calls that
+    run clean on CUDA, e.g. one_hot's input check)."""
+
+    def __init__(self, syncs: SyncWatch) -> None:
+        super().__init__()
+        self.sync_watch = syncs
+        self.calls: list[tuple[str, Features, bool]] = []
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        name = call_name(func)
+        if name == "Tensor.<property>":
+            return func(*args, **kwargs)
+        feats = features(None, args, kwargs, lambda t: t.is_cuda)
+        before = self.sync_watch.syncs
+        try:
+            out = func(*args, **kwargs)
+        except RuntimeError as exc:
+            if _is_sync_error(exc):
+                self.calls.append((name, feats, True))
+            raise
+        self.calls.append((name, feats, self.sync_watch.syncs > before))
+        return out
+
+
+Watched = tuple[list[tuple[str, Features, bool]], list[tuple[str, Features, bool]], "str | None"]
+
+
+def run_watched(call: Callable[[], Any], device: str = "cuda") -> Watched:
+    """Run `call` on CUDA under sync debug mode "error": the aten calls seen, the Python-level calls seen, and
+    "python" when a sync happened outside any aten op (or the error text when the call failed otherwise)."""
+    watch = SyncWatch()
+    calls = CallWatch(watch)
+    problem = None
+    cuda = device == "cuda"  # "cpu": the plumbing only (a CPU smoke test), nothing can sync
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+    try:
+        with calls, watch:
+            call()
+    except RuntimeError as exc:
+        problem = "python" if _is_sync_error(exc) else f"error: {type(exc).__name__}"
+    except Exception as exc:  # noqa: BLE001 - a sample that fails on its own is counted, not fatal
+        problem = f"error: {type(exc).__name__}"
+    finally:
+        if cuda:
+            torch.cuda.set_sync_debug_mode(0)
+    return watch.calls, calls.calls, problem
+
+
+def load_op_db() -> list[Any]:
+    """PyTorch's OpInfo database. Its test utilities import `expecttest` (a test-only package) for a TestCase base
+    class; where it is missing, unittest's TestCase stands in (the samples do not use it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("expecttest") is None:
+        import types
+        import unittest
+
+        stub = types.ModuleType("expecttest")
+        stub.TestCase = unittest.TestCase  # type: ignore[attr-defined]
+        sys.modules["expecttest"] = stub
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    return op_db
+
+
+def opinfo_samples(device: str = "cuda", dtypes: tuple[torch.dtype, ...] = DTYPES, limit_s: float = 150.0,
+                   ops: list[str] | None = None, progress: dict[str, Any] | None = None
+                   ) -> Iterator[tuple[str, Callable[[], Any], Any, Any]]:
+    """(label, call, op, sample) for every OpInfo sample on `device`, for each dtype in `dtypes` the op supports
+    (float32 first; the further dtypes stop once `limit_s` has passed); `ops`: only these OpInfo names.
+    `progress` hears which dtypes ran ("dtypes") and whether the hard stop cut a pass short ("stopped")."""
+    progress = progress if progress is not None else {}
+    progress.update(dtypes=[], stopped=False)
+    op_db = load_op_db()
+    start = time.perf_counter()
+    for k, dtype in enumerate(dtypes):
+        if k and time.perf_counter() - start > limit_s:
+            break
+        progress["dtypes"].append(str(dtype))
+        for op in op_db:
+            if ops is not None and op.name not in ops:
+                continue
+            if time.perf_counter() - start > 1.5 * limit_s:  # a hard stop well inside the 6-minute budget
+                progress["stopped"] = True
+                return
+            try:
+                supported = op.supported_dtypes(device)
+            except Exception:  # noqa: BLE001
+                continue
+            if dtype not in supported:
+                if k or not supported:
+                    continue
+                dtype_here = sorted(supported, key=str)[0]  # an op without float32: its first dtype, once
+            else:
+                dtype_here = dtype
+            try:
+                samples = list(op.sample_inputs(device, dtype_here, requires_grad=False))
+            except Exception:  # noqa: BLE001
+                continue
+            for i, s in enumerate(samples):
+                label = f"{op.name}{'.' + op.variant_test_name if op.variant_test_name else ''}[{dtype_here}]#{i}"
+                yield label, (lambda op=op, s=s: op(s.input, *s.args, **s.kwargs)), op, s
+
+
+def api_cases(device: str) -> list[tuple[str, Callable[[], Any]]]:
+    """Python-level torch APIs models use, with the argument variants that decide a sync."""
+    d = device
+    x = torch.randn(64, 64, device=d)
+    spd = x @ x.T + 64 * torch.eye(64, device=d)
+    v = torch.arange(10, device=d)
+    i0 = torch.tensor(3, device=d)
+    s0 = torch.tensor(-1e4, device=d)
+    mask = torch.rand(64, 64, device=d) > 0.5
+    lo, hi = x.min(), x.max()
+    return [
+        ("index with a 0-dim device tensor", lambda: x[i0]),
+        ("index_put with a 0-dim device tensor", lambda: x.clone().__setitem__(i0, 0.0)),
+        ("index with a Python int", lambda: x[3]),
+        ("unravel_index", lambda: torch.unravel_index(v, (2, 5))),
+        ("masked_fill device scalar", lambda: x.masked_fill(mask, s0)),
+        ("masked_fill Python number", lambda: x.masked_fill(mask, -1e4)),
+        ("index_fill device scalar", lambda: x.index_fill(0, v, s0)),
+        ("isin", lambda: torch.isin(v, torch.tensor([2, 3], device=d))),
+        ("one_hot", lambda: torch.nn.functional.one_hot(v)),
+        ("one_hot num_classes", lambda: torch.nn.functional.one_hot(v, num_classes=10)),
+        ("linspace device bounds", lambda: torch.linspace(lo, hi, 16, device=d)),
+        ("linspace Python bounds", lambda: torch.linspace(0.0, 1.0, 16, device=d)),
+        ("logspace device bounds", lambda: torch.logspace(lo, hi, 16, device=d)),
+        ("histc without range", lambda: torch.histc(x, bins=8)),
+        ("histc with range", lambda: torch.histc(x, bins=8, min=-3, max=3)),
+        ("bincount", lambda: torch.bincount(v)),
+        ("repeat_interleave tensor", lambda: torch.repeat_interleave(v, v)),
+        ("repeat_interleave output_size", lambda: torch.repeat_interleave(v, v, output_size=45)),
+        ("nonzero_static", lambda: torch.nonzero_static(v, size=10)),
+        ("linalg.solve", lambda: torch.linalg.solve(spd, x)),
+        ("linalg.solve_ex", lambda: torch.linalg.solve_ex(spd, x)),
+        ("linalg.cholesky", lambda: torch.linalg.cholesky(spd)),
+        ("linalg.cholesky_ex", lambda: torch.linalg.cholesky_ex(spd)),
+        ("linalg.inv_ex", lambda: torch.linalg.inv_ex(spd)),
+        ("cholesky_solve", lambda: torch.cholesky_solve(x, torch.linalg.cholesky_ex(spd).L)),
+        ("linalg.eigh", lambda: torch.linalg.eigh(spd)),
+        ("linalg.svdvals", lambda: torch.linalg.svdvals(x)),
+        ("normal tensor std", lambda: torch.normal(x, x.abs() + 0.1)),
+        ("normal float std", lambda: torch.normal(x, 0.5)),
+        ("multinomial", lambda: torch.multinomial(x.softmax(-1), 2)),
+        ("masked.sum", lambda: torch.masked.sum(x, 0, mask=mask)),
+        ("masked.mean", lambda: torch.masked.mean(x, 0, mask=mask)),
+        ("masked.amax", lambda: torch.masked.amax(x, 0, mask=mask)),
+        ("masked.softmax", lambda: torch.masked.softmax(x, 0, mask=mask)),
+        ("masked.norm", lambda: torch.masked.norm(x, 2.0, 0, mask=mask)),
+        ("clamp device bounds", lambda: x.clamp(lo, hi)),
+        ("topk", lambda: x.topk(4)),
+        ("where one argument", lambda: torch.where(mask)),
+        ("tolist", lambda: v.tolist()),
+    ]
+
+
+def collect(limit_s: float = 150.0, device: str = "cuda", ops: list[str] | None = None,
+            on_sample: Callable[[str, Any, Any], None] | None = None) -> dict[str, Any]:
+    """Run everything; return per aten overload and per Python-level call its observations, per sample whether
+    it synced ("truth"), and the counts. `on_sample(label, op, sample)` sees each OpInfo sample before it runs."""
+    torch.manual_seed(0)
+    obs: dict[str, list[tuple[Features, bool]]] = {}
+    call_obs: dict[str, list[tuple[Features, bool]]] = {}
+    synced_by: dict[str, set[str]] = {}  # op -> labels of samples/APIs where it synced (a few)
+    python_level: list[str] = []
+    ops_run: set[str] = set()
+    samples = errors = 0
+
+    truth: dict[str, bool | None] = {}  # per sample: synced on CUDA (None: it failed on its own)
+
+    def record(label: str, calls: list[tuple[str, Features, bool]], py_calls: list[tuple[str, Features, bool]],
+               problem: str | None) -> None:
+        nonlocal errors
+        truth[label] = None if problem and problem != "python" else (problem == "python" or any(s for _, _, s in calls))
+        for name, feats, synced in py_calls:
+            call_obs.setdefault(name, []).append((feats, synced))
+        for name, feats, synced in calls:
+            obs.setdefault(name, []).append((feats, synced))
+            if synced and len(synced_by.setdefault(name, set())) < 5:
+                synced_by[name].add(label)
+        if problem == "python":
+            python_level.append(label)
+        elif problem:
+            errors += 1
+
+    progress: dict[str, Any] = {}
+    for label, call, op, sample in opinfo_samples(device, limit_s=limit_s, ops=ops, progress=progress):
+        if on_sample is not None:
+            on_sample(label, op, sample)
+        ops_run.add(op.name)
+        samples += 1
+        record(label, *run_watched(call, device))
+    for label, call in api_cases(device):
+        samples += 1
+        record("api: " + label, *run_watched(call, device))
+    return {"obs": obs, "call_obs": call_obs, "synced_by": synced_by, "truth": truth, "progress": progress, "python_level": python_level, "ops_run": len(ops_run),
+            "samples": samples, "errors": errors}
+
+
+def build_table(result: dict[str, Any], seconds: float) -> dict[str, Any]:
+    ops = {}
+    for name, observations in sorted(result["obs"].items()):
+        clauses, unexplained = infer_conditions(observations)
+        if clauses or unexplained:
+            ops[name] = {"when": clauses, "seen": len(observations),
+                         "synced": sum(1 for _, s in observations if s), "unexplained": unexplained,
+                         "examples": sorted(result["synced_by"].get(name, ()))}
+    calls = {}
+    for name, observations in sorted(result["call_obs"].items()):
+        clauses, unexplained = infer_conditions(observations)
+        if clauses or unexplained:
+            calls[name] = {"when": clauses, "seen": len(observations),
+                           "synced": sum(1 for _, s in observations if s), "unexplained": unexplained}
+    clean_calls = sorted(n for n in result["call_obs"] if n not in calls)
+    return {"schema": TABLE_SCHEMA, "torch_version": torch.__version__, "calls": calls, "clean_calls": clean_calls,
+            "dtypes": result["progress"].get("dtypes", []), "cut_short": result["progress"].get("stopped", False), "cuda": torch.version.cuda,
+            "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (plumbing only)", "generated_by": "tools/sync_table.py",
+            "opinfo_ops": result["ops_run"], "samples": result["samples"], "sample_errors": result["errors"],
+            "aten_overloads_seen": len(result["obs"]), "seconds": round(seconds, 1),
+            "python_level_syncs": result["python_level"], "ops": ops}
+
+
+def summary(table: dict[str, Any], path: str) -> str:
+    lines = [f"# sync table, torch {table['torch_version']} on {table['device']}", "",
+             f"OpInfo ops {table['opinfo_ops']}, samples {table['samples']} (failed on their own: "
+             f"{table['sample_errors']}), aten overloads seen {table['aten_overloads_seen']}, "
+             f"syncing overloads {len(table['ops'])}, time {table['seconds']} s, table {os.path.getsize(path)} bytes; "
+             f"dtypes {', '.join(table['dtypes'])}{' (the last pass cut short by the time limit)' if table['cut_short'] else ''}",
+             "",
+             "| aten op | synced / seen | when | unexplained |", "|---|---|---|---|"]
+    for name, e in table["ops"].items():
+        when = "; or ".join(describe(c) for c in e["when"]) or "-"
+        lines.append(f"| `{name}` | {e['synced']} / {e['seen']} | {when} | {e['unexplained']} |")
+    lines += ["", f"Python-level calls seen {len(table['calls']) + len(table['clean_calls'])}, with a sync inside "
+              f"{len(table['calls'])}:", "", "| call | synced / seen | when | unexplained |", "|---|---|---|---|"]
+    for name, e in table["calls"].items():
+        when = "; or ".join(describe(c) for c in e["when"]) or "-"
+        lines.append(f"| `{name}` | {e['synced']} / {e['seen']} | {when} | {e['unexplained']} |")
+    if table["python_level_syncs"]:
+        lines += ["", "Syncs outside any aten op: " + ", ".join(table["python_level_syncs"])]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the table and its summary")
+    p.add_argument("--limit", type=float, default=150.0, help="seconds after which no further dtype is started (all samples stop at 1.5 times this)")
+    a = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("tools/sync_table.py needs a CUDA device", file=sys.stderr)
+        return 2
+    start = time.perf_counter()
+    table = build_table(collect(a.limit), time.perf_counter() - start)
+    major, minor = torch.__version__.split(".")[:2]
+    os.makedirs(a.out, exist_ok=True)
+    path = os.path.join(a.out, f"sync_table-{major}.{minor}.json")
+    with open(path, "w") as f:
+        json.dump(table, f, indent=1, sort_keys=True)
+    text = summary(table, path)
+    with open(os.path.join(a.out, "sync_table-run.md"), "w") as f:
+        f.write(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
