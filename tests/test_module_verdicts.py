@@ -14,7 +14,6 @@ import pytest
 import torch
 from conftest import ROOT
 from rich.console import Console
-from torch import nn
 
 from cgtool.capture.host_state import restore_attributes, save_attributes
 from cgtool.model.finding import Finding

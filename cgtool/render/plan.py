@@ -75,6 +75,14 @@ def forward_graph(fn, sample):
         return out
 
     return run
+
+
+def put_back(modules, saved):
+    """Parameters and buffers as they were before capture (its warmup calls move BatchNorm's running stats)."""
+    with torch.no_grad():
+        for m, s in zip(modules, saved):
+            for k, v in m.state_dict().items():
+                v.copy_(s[k])
 '''
 
 
@@ -97,11 +105,7 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
              f"({', '.join(roots)},)]"]
     for e in entries:
         lines += _graph_call(e, e.call)
-    lines += ["with torch.no_grad():",
-              f"    for _m, _s in zip(({', '.join(roots)},), _saved):",
-              "        for _k, _v in _m.state_dict().items():",
-              "            _v.copy_(_s[_k])",
-              "del _saved, _m, _s, _k, _v"]
+    lines += [f"put_back(({', '.join(roots)},), _saved)", "del _saved"]
     unset = [e.path for e in entries if _has_unset(e.call)]
     if unset:
         lines.insert(5, "# Set the arguments marked `TODO` as your step passes them ("
