@@ -205,3 +205,17 @@ def test_cpu_map_of_the_router_counter_sample():
     assert status["model.router"] == FAILS and status["model.counter"] == FAILS
     assert [p for p, s in status.items() if s == "clean"] == [
         "model.embed", "model.blocks.0", "model.blocks.1", "model.blocks.2", "model.blocks.3", "model.head"]
+
+
+def test_lint_finds_what_the_module_samples_mark(run_cli):
+    """The samples' `# expect:` lines are what `cgtool lint` finds (the router's `nonzero`, the counter's host value)
+    and nothing else; the in-place sample has no finding (its difference shows only when a module is graphed)."""
+    from expect_markers import markers
+
+    names = ["router_counter.py", "inplace_input.py"]
+    r = run_cli("lint", *[os.path.join(SAMPLES, n) for n in names], "--format", "json", timeout=300)
+    data = json.loads(r.stdout)
+    by = {os.path.basename(s["path"]): s for s in data["scripts"]}
+    for n in names:
+        found = {(f["line"], f["rule"]) for f in by[n]["findings"] if f["severity"] == "error"}
+        assert found == set(markers(os.path.join(SAMPLES, n))), (n, found)
