@@ -219,3 +219,39 @@ def test_lint_finds_what_the_module_samples_mark(run_cli):
     for n in names:
         found = {(f["line"], f["rule"]) for f in by[n]["findings"] if f["severity"] == "error"}
         assert found == set(markers(os.path.join(SAMPLES, n))), (n, found)
+
+
+def test_the_modules_inside_a_diverging_one_are_graphed_in_its_place():
+    """inplace_input.py: `mixer` differs when graphed whole, so `mixer.lin` (skipped while its parent was graphed)
+    is graphed instead; the step still matches with it, and the recommended set grows by it."""
+    from cgtool.model.partial import SKIPPED
+    from cgtool.pipeline.module_map import Watched
+    from cgtool.pipeline.modules_job import inside_diverging
+
+    paths = ("embed", "body", "mixer", "mixer.lin", "head")
+    watched = [Watched(p, None, p.count(".")) for p in paths]
+    entries = [ModuleEntry(p, "M", p.count("."), DIVERGES if p == "mixer" else SKIPPED if p == "mixer.lin"
+                           else GRAPHED) for p in paths]
+    chosen = [_Graphed(p) for p in ("embed", "body", "head")]
+    asked = []
+
+    def graph(under):
+        asked.append([w.path for w in under])
+        return [ModuleEntry("mixer.lin", "Linear", 1, GRAPHED)], [_Graphed("mixer.lin")]
+
+    def check(chosen):
+        return ReplayCheck("mismatch" if "mixer" in [g.path for g in chosen] else "match", "x", ())
+
+    ok = ReplayCheck("match", "x", ())
+    marked, kept, replay, more = inside_diverging(entries, chosen, ok, check, watched, graph)
+    assert asked == [["mixer.lin"]] and [g.path for g in kept] == ["embed", "body", "head", "mixer.lin"]
+    assert replay.status == "match" and [g.path for g in more] == ["mixer.lin"]
+    assert {e.path: e.status for e in marked}["mixer.lin"] == GRAPHED
+
+    def check_lin_bad(chosen):
+        return ReplayCheck("mismatch" if "mixer.lin" in [g.path for g in chosen] else "match", "x",
+                           (_diff("output", 0.3),))
+
+    marked, kept, replay, more = inside_diverging(entries, chosen, ok, check_lin_bad, watched, graph)
+    assert [g.path for g in kept] == ["embed", "body", "head"] and replay.status == "match"
+    assert {e.path: e.status for e in marked}["mixer.lin"] == DIVERGES

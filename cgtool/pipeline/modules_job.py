@@ -8,6 +8,7 @@ versus eager from identical state, and bench's timing."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from cgtool.model.partial import FAILED, FAILS, GRAPHED, MEASURED, NOT_CALLED, SKIPPED, ModuleEntry, ModuleMap
@@ -68,7 +69,6 @@ def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) ->
                             what="step with graphed modules")
 
     replay = timings = tried_replay = None
-    tried = tuple(g.path for g in graphed)
     chosen = graphed
     phase = "replay-check"
     try:
@@ -81,6 +81,11 @@ def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) ->
                 entries, chosen, replay = find_diverging(entries, graphed, tried_replay, check, watching.modules)
                 if chosen == graphed:  # no single module differs alone: the whole set's check stands
                     replay, tried_replay = tried_replay, None
+                else:
+                    entries, chosen, replay, more = inside_diverging(
+                        entries, chosen, replay, check, watching.modules,
+                        lambda under: _graph_from_identical_state(state, under, cpu, stream, progress))
+                    graphed = graphed + more
         if chosen and settings.get("timing", True):
             from cgtool.bench.measure import Prepared
 
@@ -99,9 +104,39 @@ def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) ->
             cpu_note + f"the step with {', '.join(paths)} graphed failed in the {phase}; the map above stands"))
     fallbacks = sorted({f for g in graphed for f in g.fallbacks})
     note = cpu_note + ("; ".join(fallbacks) if fallbacks else "")
-    paths = tuple(g.path for g in chosen)
+    paths, tried = tuple(g.path for g in chosen), tuple(g.path for g in graphed)
     return ModuleMap(MEASURED, depth, tuple(entries), paths, replay, timings, note=note,
                      tried=tried if paths != tried else (), tried_replay=tried_replay)
+
+
+def inside_diverging(entries: list[ModuleEntry], chosen: list[Any], replay: Any, check: Any, modules: list[Any],
+                     graph: Any) -> tuple[list[ModuleEntry], list[Any], Any, list[Any]]:
+    """The modules inside a diverging one (skipped while it was graphed whole) graphed in its place (`graph(under)`
+    -> (their entries, the graphed ones)): added to the set when the step still matches eager, else the ones that
+    differ are named too. -> (entries, the recommended set, its replay check, the modules newly graphed)."""
+    from cgtool.model.partial import DIVERGES
+    from cgtool.pipeline.module_check import find_diverging
+
+    diverging = [e.path for e in entries if e.status == DIVERGES]
+    under = [w for w in modules if any(w.path.startswith(p + ".") for p in diverging)]
+    if not under:
+        return entries, chosen, replay, []
+    sub_entries, more = graph(under)
+    if not more:
+        return entries, chosen, replay, []
+    by = {e.path: e for e in sub_entries}
+    entries = [by.get(e.path, e) for e in entries]
+    bigger = chosen + more
+    whole = check(bigger)
+    if whole.status == "match":
+        return entries, bigger, whole, more
+    marked, kept, kept_replay = find_diverging(entries, bigger, whole, check, modules)
+    if kept == bigger or kept_replay is None or kept_replay.status != "match":  # no better set found: keep the first
+        marked, kept, kept_replay = (marked if kept != bigger else entries), chosen, replay
+    new = {g.path for g in more} - {g.path for g in kept}
+    return [dataclasses.replace(e, status=SKIPPED, reason="captured; left out: the recommended set with it added "
+                                "differs from eager") if e.path in new and e.status == GRAPHED else e
+            for e in marked], kept, kept_replay, more
 
 
 def _graph_from_identical_state(state: Any, modules: list[Any], cpu: dict[str, ModuleEntry], stream: Any,

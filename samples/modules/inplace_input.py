@@ -3,7 +3,8 @@ input in place, and the step uses that input again afterwards. Graphed, the modu
 the input; the caller's tensor stays as it was, so the step computes something else.
 
 The map captures all four modules, finds that the step with them graphed differs from eager, checks each alone,
-names `mixer` (it updates its input in place) and recommends the other three, with their speedup.
+names `mixer` (it updates its input in place), graphs `mixer.lin` in its place, and recommends `embed`, `body`,
+`head` and `mixer.lin`, with their speedup.
 """
 
 import torch
