@@ -213,12 +213,14 @@ def test_lint_finds_what_the_module_samples_mark(run_cli):
     from expect_markers import markers
 
     names = ["router_counter.py", "inplace_input.py"]
-    r = run_cli("lint", *[os.path.join(SAMPLES, n) for n in names], "--format", "json", timeout=300)
+    r = run_cli("lint", *[os.path.join(SAMPLES, n) for n in names], "--format", "json", "-j", "2", "--timeout", "240",
+                timeout=300)
+    assert r.stdout.strip(), r.stderr[-2000:]
     data = json.loads(r.stdout)
     by = {os.path.basename(s["path"]): s for s in data["scripts"]}
     for n in names:
         found = {(f["line"], f["rule"]) for f in by[n]["findings"] if f["severity"] == "error"}
-        assert found == set(markers(os.path.join(SAMPLES, n))), (n, found)
+        assert found == set(markers(os.path.join(SAMPLES, n))), (n, found, by[n].get("status"), r.stderr[-1500:])
 
 
 def test_the_modules_inside_a_diverging_one_are_graphed_in_its_place():
