@@ -170,10 +170,15 @@ def _graph_modules(modules: list[Any], cpu: dict[str, ModuleEntry], stream: Any,
     from cgtool.capture.module_graphs import describe_call, graph_module
 
     entries: list[ModuleEntry] = []
+    # modules whose only findings are library ones the GPU has to confirm are tried last (their capture may fail and
+    # spoil CUDA for the rest); one that holds other modules of the map is not tried itself: its modules are
+    deferred = {w.path for w in modules if w.path in cpu and cpu[w.path].status == FAILS and library_only(cpu[w.path])}
+    holders = {w.path for w in modules if w.path in deferred and any(x.path.startswith(w.path + ".") for x in modules)}
+    order = [w for w in modules if w.path not in deferred] + [w for w in modules if w.path in deferred]
     graphed: list[Any] = []
     done: list[str] = []
     spoilt = ""
-    for w in modules:
+    for w in order:
         name = type(w.module).__name__
         base = cpu.get(w.path)
         parent = next((p for p in done if w.path.startswith(p + ".")), None)
@@ -181,6 +186,9 @@ def _graph_modules(modules: list[Any], cpu: dict[str, ModuleEntry], stream: Any,
             entries.append(ModuleEntry(w.path, name, w.depth, SKIPPED, f"inside `{parent}`, which graphs whole"))
         elif w.total == 0 or w.last is None:
             entries.append(ModuleEntry(w.path, name, w.depth, NOT_CALLED, w.never_called()))
+        elif w.path in holders and base is not None:
+            entries.append(ModuleEntry(w.path, name, w.depth, SKIPPED, f"CPU finding, not confirmed on the GPU: "
+                                       f"{base.reason}; its modules are tried on their own instead", base.findings))
         elif base is not None and base.status == FAILS and not library_only(base):
             entries.append(ModuleEntry(w.path, name, w.depth, FAILS, base.reason + " (CPU analysis; not captured "
                                        "on the GPU, where a failed capture can spoil the CUDA context)", base.findings))
@@ -209,7 +217,8 @@ def _graph_modules(modules: list[Any], cpu: dict[str, ModuleEntry], stream: Any,
             done.append(w.path)
             entries.append(ModuleEntry(w.path, name, w.depth, GRAPHED, unconfirmed, base.findings if unconfirmed and base
                                        else (), g.training, g.kernels, describe_call(w.last)))
-    return entries, graphed
+    rank = {w.path: i for i, w in enumerate(modules)}
+    return sorted(entries, key=lambda e: rank[e.path]), graphed
 
 
 def library_only(entry: ModuleEntry) -> bool:
