@@ -87,8 +87,34 @@ def test_single_result_report() -> None:
 
 def test_floor_share_names_its_source() -> None:
     measured, estimated = detail_lines(result(gpu_floor_us=70.0))[2], detail_lines(result())[2]
-    assert measured.startswith("replay runs at 81.4% of GPU-bound speed") and "summed kernel time" in measured
-    assert "no kernel sum measured" in estimated
+    assert measured.startswith("replay runs at 81.4% of GPU-bound speed") and "GPU busy time of the replay's kernels" in measured
+    assert "no kernel busy time measured" in estimated
+
+
+def test_a_floor_replay_beats_is_not_used() -> None:
+    """wav2vec2 showed 129.8% of GPU-bound speed with summed kernel times: the floor is the least figure now."""
+    above = result(gpu_floor_us=112.0)  # kernel figure above replay's GPU (81.7 µs) and wall (86 µs) times
+    assert above.floor_source == "replay-gpu" and above.replay_floor_share <= 1.0
+    noisy = replace(above, replay=ModeResult("replay", stats(90.0), stats(86.0), 4000))  # GPU time above wall by noise
+    assert noisy.floor_source == "replay-wall" and noisy.replay_floor_share == 1.0
+    assert "replay runs at 100.0% of GPU-bound speed" in detail_lines(noisy)[2]
+
+
+def test_memory_lines_and_table() -> None:
+    from cgtool.model.graph_memory import GraphMemory, SharedPool
+    from cgtool.render.bench import pool_text, shared_pool_line
+
+    mem = GraphMemory(34 << 20, 30 << 20, 8 << 10, 64 << 10, 33 << 20)
+    assert pool_text(result(memory=mem)) == ("graph pool 34.0 MiB (30.0 MiB in live tensors) · static inputs 8.0 KiB, "
+                                             "output 64.0 KiB · capture peak 33.0 MiB")
+    report = BenchReport(tuple(result(size=s, memory=mem, pool_bytes=mem.pool_reserved) for s in (1, 2)),
+                         shared_pool=SharedPool((2, 1), 40 << 20, 31 << 20, 25.0, 68 << 20))
+    text = rendered(report)
+    assert "memory and capture by size" in text and "34.0 MiB" in text
+    assert shared_pool_line(report) == ("2 sizes in one pool, captured largest first: 40.0 MiB (31.0 MiB in live tensors; "
+                                        "separate pools: 68.0 MiB, 1.7× more); capture 25 ms")
+    back = BenchReport.from_json(report.to_json())
+    assert back.shared_pool == report.shared_pool and [r.memory for r in back.results] == [mem, mem]
 
 
 def test_sweep_report_table_and_verdict() -> None:

@@ -98,3 +98,21 @@ def test_the_real_capture_confirms_or_refutes_what_the_trace_predicts():
     assert (s.evidence, c.evidence, c.severity) == ("refuted", "confirmed", "error")
     [c] = judge([copy], CAPTURED, None, None)  # no replay check ran
     assert (c.evidence, c.severity) == ("untested", "error")
+
+
+def test_graph_memory_in_the_report_and_the_piecewise_pool_round_trip():
+    from rich.console import Console
+
+    from cgtool.model.graph_memory import GraphMemory
+    from cgtool.model.partial import Piecewise
+    from cgtool.render.capture import render_report
+
+    mem = GraphMemory(34 << 20, 30 << 20, 4096, 65536, 33 << 20)
+    report = Report(script="s.py", entry="step", status="captured", device="cuda", memory=mem)
+    back = Report.from_json(json.loads(json.dumps(report.to_json())))
+    assert back.memory == mem
+    out = Console(record=True, width=200, no_color=True)
+    render_report(back, out)
+    assert "memory: graph pool 34.0 MiB (30.0 MiB in live tensors)" in out.export_text()
+    pw = Piecewise("measured", "m", pool_bytes=12 << 20, pool_allocated_bytes=10 << 20)
+    assert Piecewise.from_json(pw.to_json()) == pw

@@ -76,6 +76,44 @@ def plot_sweep(report: BenchReport, path: str | Path, write: Callable[[str, byte
     return p
 
 
+def plan_series(report: BenchReport, plans: Sequence[tuple[str, Any]]) -> tuple[list[int], list[Series], list[Series]]:
+    """The plan chart: pool memory per measured size (top, MiB, log scale), the wall speedup per size (bottom),
+    and each plan's captured sizes marked on the speedup curve."""
+    from cgtool.bench.size_plan import model_of_report
+
+    model = model_of_report(report)
+    sizes = model.sizes
+    mib = [(p.size, max(p.pool_bytes, 1) / 2**20) for p in model.points]
+    memory = [Series("graph pool (own)", REPLAY, False, mib)]
+    if report.shared_pool is not None:
+        shared = [(s, model.memory([x for x in sizes if x <= s]) / 2**20) for s in sizes]
+        memory.append(Series("shared pool, sizes ≤ x", REPLAY, True, shared))
+    curve = [(p.size, p.eager_us / p.replay_us if p.replay_us else 0.0) for p in model.points]
+    speed = [Series("speedup, wall", "#333333", False, curve)]
+    for (label, plan), color in zip(plans, (EAGER, "#7570b3")):
+        marks = [(s, model.value("eager_us", s) / model.value("replay_us", s)) for s in plan.sizes
+                 if sizes[0] <= s <= sizes[-1]]
+        if marks:
+            speed.append(Series(f"{label} ({len(plan.sizes)} sizes)", color, True, marks))
+    return sizes, memory, speed
+
+
+def plot_plan(report: BenchReport, plans: Sequence[tuple[str, Any]], path: str | Path,
+              write: Callable[[str, bytes], Any] | None = None) -> Path:
+    """Write the plan chart (speedup and memory against size) to path, like plot_sweep."""
+    p = Path(path)
+    sizes, memory, speed = plan_series(report, plans)
+    title = _title(report).replace("cgtool bench", "capture sizes")
+    label = "graph pool (MiB)"
+    data = (render_svg(title, sizes, memory, speed, label).encode("utf-8") if p.suffix.lower() == ".svg"
+            else _png_bytes(title, sizes, memory, speed, label))
+    if write is not None:
+        write(str(p), data)
+    else:
+        p.write_bytes(data)
+    return p
+
+
 def _title(report: BenchReport) -> str:
     r = report.results[0]
     gpu = r.environment.get("gpu")
@@ -106,7 +144,8 @@ def format_tick(v: float) -> str:
     return f"{v:g}"
 
 
-def render_svg(title: str, sizes: list[int], times: list[Series], speedups: list[Series]) -> str:
+def render_svg(title: str, sizes: list[int], times: list[Series], speedups: list[Series],
+               top_label: str = "time per iteration (µs)") -> str:
     panel_h = (HEIGHT - TOP - GAP - BOTTOM) / 2
     plot_w = WIDTH - LEFT - RIGHT
     lo_x, hi_x = math.log2(min(sizes)), math.log2(max(sizes))
@@ -130,7 +169,7 @@ def render_svg(title: str, sizes: list[int], times: list[Series], speedups: list
     def y_time(v: float) -> float:
         return top1 + panel_h - (math.log10(v) - math.log10(lo_t)) / (math.log10(hi_t) - math.log10(lo_t)) * panel_h
 
-    out += _panel(top1, panel_h, plot_w, sizes, x, [(t, y_time(t), format_tick(t)) for t in log_ticks(lo_t, hi_t)], "time per iteration (µs)")
+    out += _panel(top1, panel_h, plot_w, sizes, x, [(t, y_time(t), format_tick(t)) for t in log_ticks(lo_t, hi_t)], top_label)
     out += _lines(times, x, y_time)
     top2 = TOP + panel_h + GAP
     highs = [h for s in speedups for _, _, h in (s.band or []) if math.isfinite(h)] + [v for s in speedups for _, v in s.points]
@@ -194,7 +233,8 @@ def _legend(series: list[Series], left: float, top: float) -> list[str]:
     return out
 
 
-def _png_bytes(title: str, sizes: list[int], times: list[Series], speedups: list[Series]) -> bytes:
+def _png_bytes(title: str, sizes: list[int], times: list[Series], speedups: list[Series],
+               top_label: str = "time per iteration (µs)") -> bytes:
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
@@ -217,7 +257,7 @@ def _png_bytes(title: str, sizes: list[int], times: list[Series], speedups: list
     top.set_yscale("log")
     top.yaxis.set_major_locator(LogLocator(subs=(1, 2, 5)))
     top.yaxis.set_minor_locator(NullLocator())
-    top.set_ylabel("time per iteration (µs)")
+    top.set_ylabel(top_label)
     top.yaxis.set_major_formatter(FuncFormatter(lambda v, _: format_tick(v)))
     bottom.axhline(1.0, color="#999", linestyle=":", linewidth=1)
     bottom.set_ylim(bottom=0)

@@ -22,13 +22,15 @@ from cgtool.bench.stats import (
     quantile,
     speedup_ci,
 )
+from cgtool.model.graph_memory import GraphMemory, SharedPool
 from cgtool.model.report import ErrorRecord
 
 BENCH_SCHEMA_VERSION = 1
 BENCH_KIND = "cgtool-bench"  # tells a bench report from a capture report.json
 MODES = ("eager", "replay")
-FLOOR_KERNELS = "kernels"  # gpu_floor_us was measured (sum of kernel times per iteration)
-FLOOR_REPLAY_GPU = "replay-gpu"  # no kernel sum: replay's event-timed GPU time stands in for the floor
+FLOOR_KERNELS = "kernels"  # gpu_floor_us: the time some kernel of a replay was running (union of kernel intervals)
+FLOOR_REPLAY_GPU = "replay-gpu"  # replay's event-timed GPU time, where it is below the kernel figure or none was measured
+FLOOR_REPLAY_WALL = "replay-wall"  # replay's wall time itself, where noise put it below both: replay runs at the floor
 
 
 @dataclass(frozen=True)
@@ -48,10 +50,11 @@ class BenchResult:
     elapsed_s: float
     target_rel_ci: float | None
     batch_rel_ci: float | None = None  # the widest batch-medians CI of the four series (inf: too few samples)
-    gpu_floor_us: float | None = None  # summed kernel time per iteration, when the GPU loop measured it
+    gpu_floor_us: float | None = None  # GPU busy time per replay (union of its kernels' intervals), when profiled
     capture_ms: float | None = None
     instantiate_ms: float | None = None
-    pool_bytes: int | None = None  # memory held by the graph's private memory pool
+    pool_bytes: int | None = None  # memory held by the graph's private memory pool (allocator segments of it)
+    memory: GraphMemory | None = None  # the pool split into reserved and allocated, static buffers, capture peak
     environment: dict[str, Any] = field(default_factory=dict)
     cpu_load: CpuLoad | None = None  # what the CPU-speed probes saw; None when none were taken
 
@@ -74,14 +77,22 @@ class BenchResult:
     def speedup(self, clock: str = "wall") -> Estimate:
         return self.speedup_gpu if clock == "gpu" else self.speedup_wall
 
+    def _floor(self) -> tuple[float, str]:
+        """The least of the GPU-bound figures: a floor that replay cannot beat, so its share is at most 100%."""
+        options = [(self.replay.gpu.median, FLOOR_REPLAY_GPU), (self.replay.wall.median, FLOOR_REPLAY_WALL)]
+        if self.gpu_floor_us is not None and self.gpu_floor_us > 0:
+            options.insert(0, (self.gpu_floor_us, FLOOR_KERNELS))
+        return min(options, key=lambda o: o[0])
+
     @property
     def floor_us(self) -> float:
-        """The GPU-bound floor per iteration: summed kernel time, else replay's GPU time (an upper bound of it)."""
-        return self.gpu_floor_us if self.gpu_floor_us is not None else self.replay.gpu.median
+        """The GPU-bound floor per iteration: the least of the replay's kernel busy time, its event-timed GPU time
+        and its wall time (docs/bench.md)."""
+        return self._floor()[0]
 
     @property
     def floor_source(self) -> str:
-        return FLOOR_KERNELS if self.gpu_floor_us is not None else FLOOR_REPLAY_GPU
+        return self._floor()[1]
 
     @property
     def replay_floor_share(self) -> float:
@@ -104,6 +115,7 @@ class BenchResult:
         capture_ms: float | None = None,
         instantiate_ms: float | None = None,
         pool_bytes: int | None = None,
+        memory: GraphMemory | None = None,
         environment: dict[str, Any] | None = None,
         machine_best_us: float | None = None,
         resamples: int = 2000,
@@ -154,6 +166,7 @@ class BenchResult:
             capture_ms=capture_ms,
             instantiate_ms=instantiate_ms,
             pool_bytes=pool_bytes,
+            memory=memory,
             environment=dict(environment or {}),
             cpu_load=_cpu_load(rounds, used_all, machine_best_us),
         )
@@ -183,6 +196,7 @@ class BenchResult:
             "capture_ms": self.capture_ms,
             "instantiate_ms": self.instantiate_ms,
             "pool_bytes": self.pool_bytes,
+            "memory": self.memory.to_json() if self.memory else None,
             "environment": self.environment,
             "cpu_load": self.cpu_load.to_json() if self.cpu_load else None,
             # Derived, for readers of the JSON; from_json recomputes them.
@@ -212,6 +226,7 @@ class BenchResult:
             capture_ms=d.get("capture_ms"),
             instantiate_ms=d.get("instantiate_ms"),
             pool_bytes=None if d.get("pool_bytes") is None else int(d["pool_bytes"]),
+            memory=GraphMemory.from_json(d["memory"]) if d.get("memory") else None,
             environment=dict(d.get("environment", {})),
             cpu_load=CpuLoad.from_json(d["cpu_load"]) if d.get("cpu_load") else None,
         )
@@ -243,6 +258,7 @@ class BenchReport:
     settings: dict[str, Any] = field(default_factory=dict)  # warmup, l2_flush, budget_s, target, iters, sizes
     errors: tuple[ErrorRecord, ...] = ()  # e.g. a size whose capture failed; the sweep goes on without it
     cgtool_version: str = ""
+    shared_pool: SharedPool | None = None  # a sweep's sizes captured again into one pool, largest first
 
     @property
     def sizes(self) -> list[int | None]:
@@ -259,6 +275,7 @@ class BenchReport:
             "settings": self.settings,
             "results": [r.to_json() for r in self.results],
             "errors": [e.to_json() for e in self.errors],
+            "shared_pool": self.shared_pool.to_json() if self.shared_pool else None,
         }
 
     @classmethod
@@ -276,5 +293,6 @@ class BenchReport:
             settings=dict(d.get("settings", {})),
             errors=tuple(ErrorRecord.from_json(e) for e in d.get("errors", [])),
             cgtool_version=d.get("cgtool_version", ""),
+            shared_pool=SharedPool.from_json(d["shared_pool"]) if d.get("shared_pool") else None,
         )
 

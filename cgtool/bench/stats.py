@@ -269,3 +269,14 @@ def _ratio(x: float, y: float) -> float:
 
 def _difference(x: float, y: float) -> float:
     return x - y
+
+
+def busy_time(intervals: Sequence[tuple[float, float]]) -> float:
+    """Length of the union of [start, end) intervals: time during which at least one of them was running."""
+    total, end = 0.0, -math.inf
+    for a, b in sorted(intervals):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total

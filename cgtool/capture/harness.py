@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cgtool.model.frame import Frame
+from cgtool.model.graph_memory import GraphMemory
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.script.contract import Args, Script, ScriptRaised
@@ -28,7 +29,12 @@ class Captured:
     static_inputs: Args | None
     static_output: Any
     capture_ms: float
-    pool_bytes: int = 0  # memory the capture reserved (the graph's private pool), as torch's allocator saw it
+    memory: GraphMemory | None = None  # the graph's private pool and static buffers (cgtool.capture.memory)
+
+    @property
+    def pool_bytes(self) -> int:
+        """Bytes the graph's private pool holds (the allocator's segments of that pool)."""
+        return self.memory.pool_reserved if self.memory is not None else 0
 
 
 class CaptureFailed(Exception):
@@ -39,11 +45,11 @@ class CaptureFailed(Exception):
 
 def run_to_capture(script: Script, device: Any, settings: dict[str, Any], log: PhaseLog,
                    analysis: Any = None, size: int | None = None, state: Args | None = None,
-                   on_state: Callable[[Args, str], None] | None = None) -> Captured:
+                   on_state: Callable[[Args, str], None] | None = None, pool: Any = None) -> Captured:
     """setup → warmup on a side stream → inputs(n) → capture: the one sequence `capture`, `lint` and `bench`
     share. `analysis` (the GPU tracer) watches warmup and capture when given; `state` skips setup (made
     already); `on_state(state, phase)` hears the state after setup and after warmup (it may raise to stop).
-    Raises ScriptRaised when the script raises, CaptureFailed when the capture does."""
+    `pool` (a pool id) captures into a pool other graphs share. Raises ScriptRaised when the script raises, CaptureFailed when the capture does."""
     import torch
 
     label = f"size={size}" if size is not None else ""
@@ -68,10 +74,7 @@ def run_to_capture(script: Script, device: Any, settings: dict[str, Any], log: P
             static_inputs = script.call_inputs(n_warm, device, size)
         except Exception as exc:
             raise ScriptRaised("inputs", exc) from None
-        torch.cuda.synchronize()
-        reserved = torch.cuda.memory_reserved()
-        captured = capture(script, state, static_inputs, stream, mode, analysis)
-        captured.pool_bytes = max(0, torch.cuda.memory_reserved() - reserved)
+        captured = capture(script, state, static_inputs, stream, mode, analysis, pool)
     return captured
 
 
@@ -97,22 +100,37 @@ def warmup(script: Script, state: Args, device: Any, n: int, stream: Any, analys
 
 
 def capture(script: Script, state: Args, static_inputs: Args | None, stream: Any, mode: str,
-            analysis: Any = None) -> Captured:
-    """Capture one call of step on `stream`; raise CaptureFailed naming the user's line."""
+            analysis: Any = None, pool: Any = None) -> Captured:
+    """Capture one call of step on `stream` (into `pool` when given); raise CaptureFailed naming the user's
+    line. The graph's memory is read from the allocator afterwards (cgtool.capture.memory)."""
     import torch
 
     graph = torch.cuda.CUDAGraph(keep_graph=True)
     torch.cuda.synchronize()
+    allocated = torch.cuda.memory_allocated()
+    torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     out = None
     try:
         with analysis.iteration("capture", static_inputs) if analysis is not None else nullcontext():
-            with torch.cuda.graph(graph, stream=stream, capture_error_mode=mode):
+            with torch.cuda.graph(graph, pool=pool, stream=stream, capture_error_mode=mode):
                 out = script.call_step(state, static_inputs)
     except Exception as exc:
         raise CaptureFailed(capture_error(exc, analysis)) from None
     ms = (time.perf_counter() - t0) * 1e3
-    return Captured(graph, stream, state, static_inputs, out, ms)
+    peak = max(0, torch.cuda.max_memory_allocated() - allocated)
+    return Captured(graph, stream, state, static_inputs, out, ms, graph_memory(graph, static_inputs, out, peak))
+
+
+def graph_memory(graph: Any, static_inputs: Any, out: Any, peak: int | None) -> GraphMemory | None:
+    """The captured graph's pool (reserved, allocated) and static buffers; None where torch cannot say."""
+    from cgtool.capture.memory import pool_memory, tensor_bytes
+
+    try:
+        reserved, allocated = pool_memory(graph.pool())
+        return GraphMemory(reserved, allocated, tensor_bytes(static_inputs), tensor_bytes(out), peak)
+    except Exception:  # an allocator without snapshots (a custom allocator backend): no figure rather than a wrong one
+        return None
 
 
 def capture_error(exc: BaseException, analysis: Any = None) -> ErrorRecord:

@@ -121,3 +121,31 @@ def _graph_node(e: dict[str, Any]) -> bool:
         return int(args.get("graph node id", 0) or 0) != 0
     except (TypeError, ValueError):
         return False
+
+
+TIMED_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+def replay_events(trace: dict[str, Any] | list[dict[str, Any]]) -> list[list[tuple[str, str, float]]]:
+    """Each graph launch's kernel, memcpy and memset events as (name, cat, µs), in GPU start order, one list per
+    launch in launch order: the replays of a profiled `graph.replay()` loop (cgtool/graph/node_align.py matches
+    them to the graph's nodes)."""
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    launches: dict[int, float] = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver") and is_graph_launch(str(e.get("name", ""))):
+            corr = _corr(e)
+            if corr is not None:
+                launches[corr] = float(e.get("ts", 0))
+    groups: dict[int, list[dict[str, Any]]] = {c: [] for c in launches}
+    for e in events:
+        if e.get("cat") in TIMED_CATS and e.get("ph") == "X":
+            corr = _corr(e)
+            if corr in groups:
+                groups[corr].append(e)
+    out = []
+    for corr in sorted(groups, key=launches.get):
+        ks = sorted(groups[corr], key=lambda e: float(e.get("ts", 0)))
+        if ks:
+            out.append([(str(k.get("name", "?")), str(k.get("cat")), float(k.get("dur", 0))) for k in ks])
+    return out

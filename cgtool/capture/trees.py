@@ -207,13 +207,17 @@ def _function_id(obj: Any, depth: int = 0) -> int | None:
 
 def pool_bytes(mgr: Any) -> int | None:
     """Bytes the trees' private pool holds (memory_snapshot segments of that pool)."""
-    import torch
+    mem = pool_memory_of(mgr)
+    return None if mem is None else mem[0]
+
+
+def pool_memory_of(mgr: Any) -> tuple[int, int] | None:
+    """(reserved, allocated) bytes of the trees' private pool, or None without a trees manager."""
+    from cgtool.capture.memory import pool_memory
 
     if mgr is None:
         return None
-    pool = tuple(mgr.cuda_graphs_thread_pool)
-    return sum(int(s.get("total_size", 0)) for s in torch.cuda.memory_snapshot()
-               if tuple(s.get("segment_pool_id", ())) == pool)
+    return pool_memory(mgr.cuda_graphs_thread_pool)
 
 
-__all__ = ["TreesObserver", "pool_bytes", "symint_keys", "tree_manager", "tree_nodes", "tree_state"]
+__all__ = ["TreesObserver", "pool_bytes", "pool_memory_of", "symint_keys", "tree_manager", "tree_nodes", "tree_state"]

@@ -13,15 +13,38 @@ from cgtool.commands.distributed import nproc_option
 
 
 def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
+    from cgtool.bench.size_plan import parse_sizes
+
     if not value:
         return None
     try:
-        sizes = [int(v) for v in value.split(",") if v.strip()]
+        return parse_sizes(value)
+    except ValueError as exc:
+        raise click.BadParameter(f"{exc} (e.g. 1,2,4,8 or 1:256 or 8:64:8)") from None
+
+
+def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
+    from cgtool.bench.size_plan import parse_bytes
+
+    if not value:
+        return None
+    try:
+        return parse_bytes(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
+    if not value:
+        return None
+    low, _, high = value.partition(":")
+    try:
+        lo, hi = int(low), int(high)
     except ValueError:
-        raise click.BadParameter(f"expected whole numbers separated by commas, got {value!r}") from None
-    if not sizes or any(s < 1 for s in sizes):
-        raise click.BadParameter("sizes must be positive whole numbers")
-    return list(dict.fromkeys(sizes))
+        raise click.BadParameter(f"expected LOW:HIGH, e.g. 1:256, got {value!r}") from None
+    if not 1 <= lo <= hi:
+        raise click.BadParameter(f"expected 1 <= LOW <= HIGH, got {value!r}")
+    return lo, hi
 
 
 @click.command(name="bench", short_help="Careful eager-versus-replay timing, sweeps, CI gate (needs a GPU).")
@@ -34,7 +57,15 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
               help="Time exactly this many iterations per mode instead (no adaptive stopping).")
 @click.option("--l2-flush", is_flag=True, help="Flush the L2 cache before every timed iteration (cold-cache timing).")
 @click.option("--sizes", callback=_sizes, default=None, metavar="N,N,...",
-              help="Sweep: pass size=N to setup/inputs and capture one graph per size.")
+              help="Sweep: pass size=N to setup/inputs and capture one graph per size; LOW:HIGH is the powers of "
+              "two from LOW to HIGH, LOW:HIGH:STEP a range. Several sizes are also captured into one shared pool.")
+@click.option("--histogram", "histogram_file", type=click.Path(exists=True, dir_okay=False), default=None,
+              help="With --sizes: plan which sizes to capture for these batches (JSON {\"batch\": count} or a list).")
+@click.option("--batch-range", callback=_batch_range, default=None, metavar="LOW:HIGH",
+              help="With --sizes: plan for every batch size from LOW to HIGH, equally likely.")
+@click.option("--memory-budget", callback=_budget, default=None, metavar="SIZE",
+              help="The plan's limit on graph memory, e.g. 512MiB or 2GiB (default: none).")
+@click.option("--max-sizes", type=Number("max_sizes"), default=None, help="The plan captures at most this many sizes.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Draw speedup and both times against size (.svg, or .png with matplotlib).")
 @click.option("--compare", "baseline", type=click.Path(dir_okay=False), default=None,
@@ -50,7 +81,9 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict (and problems).")
 @nproc_option
 def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s: float, ci_pct: float,
-          iters: int | None, l2_flush: bool, sizes: list[int] | None, plot_path: str | None, baseline: str | None,
+          iters: int | None, l2_flush: bool, sizes: list[int] | None, histogram_file: str | None,
+          batch_range: tuple[int, int] | None, memory_budget: int | None, max_sizes: int | None,
+          plot_path: str | None, baseline: str | None,
           fail_if_slower: float | None, piecewise: bool, modules_depth: int | None, out_file: str | None, as_json: bool,
           quiet: bool, nproc: int | None) -> None:
     """Measure eager steps against graph replays of TARGET (script.py or script.py:function).
@@ -92,6 +125,7 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
             "replay_check": False, "checks": False, "timing": True, "timing_per_block": iters or 50})
         capture_distributed(job, nproc, timeout, None, as_json, quiet)
 
+    histogram = _histogram(histogram_file, batch_range, sizes)
     if fail_if_slower is not None and not baseline:
         raise CgtoolError("--fail-if-slower needs --compare BASELINE.json", ExitCode.USAGE)
     if plot_path and not plot_path.lower().endswith((".svg", ".png")):
@@ -125,7 +159,38 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     if click.get_current_context().get_parameter_source("timeout") == click.core.ParameterSource.DEFAULT:
         total_timeout = max(timeout, 60.0 + len(sizes or [None]) * (per_size + 30.0))  # room for every size
     report, outcome = _run(job, total_timeout, show=not (as_json or quiet))
-    finish(report, outcome, base_report, fail_if_slower, plot_path, out_file, as_json, quiet)
+    plan = None if histogram is None else (histogram, memory_budget, max_sizes)
+    finish(report, outcome, base_report, fail_if_slower, plot_path, out_file, as_json, quiet, plan)
+
+
+def _histogram(path: str | None, batch_range: tuple[int, int] | None, sizes: list[int] | None) -> dict[int, float] | None:
+    """The batches the plan is for, from --histogram or --batch-range; None when no plan is asked for."""
+    from cgtool.bench.size_plan import parse_histogram, range_histogram
+    from cgtool.errors import CgtoolError, ExitCode
+
+    if path is None and batch_range is None:
+        return None
+    if path is not None and batch_range is not None:
+        raise CgtoolError("--histogram and --batch-range both describe the batches: give one.", ExitCode.USAGE)
+    if not sizes or len(sizes) < 2:
+        raise CgtoolError("A plan needs the cost of several sizes: add --sizes (e.g. --sizes 1:256).", ExitCode.USAGE)
+    if batch_range is not None:
+        return range_histogram(*batch_range)
+    try:
+        with open(path, encoding="utf-8") as f:  # type: ignore[arg-type]
+            return parse_histogram(json.load(f))
+    except (OSError, ValueError) as exc:
+        raise CgtoolError(f"Cannot read the histogram {path}: {exc}", ExitCode.USAGE) from None
+
+
+def _plans(report: Any, plan: Any) -> list[Any]:
+    """(label, Plan) rows for the sizes the sweep measured, or [] without a plan or a usable sweep."""
+    if plan is None or len([r for r in report.results if r.size is not None]) < 2:
+        return []
+    from cgtool.bench.size_plan import compare_plans, model_of_report
+
+    histogram, budget, max_sizes = plan
+    return compare_plans(model_of_report(report), histogram, float("inf") if budget is None else budget, max_sizes)
 
 
 def _run(job: Any, timeout: float, show: bool):
@@ -165,7 +230,7 @@ def _run(job: Any, timeout: float, show: bool):
 
 
 def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | None, plot_path: str | None,
-           out_file: str | None, as_json: bool, quiet: bool) -> None:
+           out_file: str | None, as_json: bool, quiet: bool, plan: Any = None) -> None:
     from cgtool.errors import ExitCode
     from cgtool.render.bench import render_bench
     from cgtool.render.console import console
@@ -175,11 +240,23 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
         from cgtool.bench.compare import compare
 
         comparison = compare(report, base_report, pct=fail_if_slower or 0.0)
-    data = json.dumps(report.to_json(), indent=1) + "\n"
+    plans = _plans(report, plan)
+    doc = report.to_json()
+    if plans:
+        doc["plan"] = {"budget_bytes": plan[1], "sets": [{"label": label, **p.to_json()} for label, p in plans]}
+    data = json.dumps(doc, indent=1) + "\n"
     if as_json:
         sys.stdout.write(data)
     else:
         render_bench(report, console(), comparison, quiet=quiet)  # shown first: a file problem loses nothing
+        if plans and not quiet:
+            from rich.markup import escape
+
+            from cgtool.render.size_plan import plan_lines, plan_table
+
+            console().print(plan_table(plans, plan[1]))
+            for line in plan_lines(plans):
+                console().print(escape(line), soft_wrap=True)
     if out_file:
         from cgtool.render.files import KEPT_NOTE, write_result
 
@@ -187,10 +264,13 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
         if not write_result(out_file, data, failed):  # a failed run never replaces a saved report (a baseline)
             console(stderr=True).print(KEPT_NOTE.format(path=out_file), soft_wrap=True, markup=False)
     if plot_path and report.results:
-        from cgtool.bench.plot import plot_sweep
+        from cgtool.bench.plot import plot_plan, plot_sweep
         from cgtool.render.files import write_output
 
-        plot_sweep(report, plot_path, write=write_output)
+        if plans:
+            plot_plan(report, plans, plot_path, write=write_output)
+        else:
+            plot_sweep(report, plot_path, write=write_output)
     if outcome.failure == "interrupted":
         sys.exit(ExitCode.INTERRUPTED)
     if outcome.failure is not None:

@@ -23,6 +23,8 @@ from cgtool.errors import CgtoolError, ExitCode
 @click.option("--no-replay-check", is_flag=True, help="Skip the replay-versus-eager comparison.")
 @click.option("--no-timing", is_flag=True, help="Skip the eager-versus-replay timing.")
 @click.option("--no-checks", is_flag=True, help="Skip the op tracing and capture checks (faster).")
+@click.option("--no-node-lines", is_flag=True, help="Skip mapping graph nodes to lines and profiling replays "
+              "for their GPU time (docs/node-lines.md).")
 @click.option("--cpu", "force_cpu", is_flag=True, help="Run the CPU analysis even when a GPU is present.")
 @click.option("--piecewise", is_flag=True, help="Also capture the step in pieces at its break points "
               "(torch.compile backend=\"cudagraphs\"): pieces, kernels in graphs, replay, speedup (docs/partial.md).")
@@ -33,7 +35,7 @@ from cgtool.errors import CgtoolError, ExitCode
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line (and errors).")
 @nproc_option
 def capture(target: str, entry: str | None, warmup: int, timeout: float, capture_mode: str, out_dir: str | None,
-            no_replay_check: bool, no_timing: bool, no_checks: bool, force_cpu: bool, piecewise: bool,
+            no_replay_check: bool, no_timing: bool, no_checks: bool, no_node_lines: bool, force_cpu: bool, piecewise: bool,
             modules_depth: int | None, as_json: bool, quiet: bool, nproc: int | None) -> None:
     """Capture one iteration of TARGET (script.py or script.py:function) as a CUDA graph.
 
@@ -93,7 +95,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
 
     job = make_job("capture", target, entry, warmup, force_cpu=force_cpu, settings={
         "capture_mode": capture_mode, "replay_check": not no_replay_check, "timing": not no_timing,
-        "checks": not no_checks})
+        "checks": not no_checks, "node_lines": not no_node_lines})
     from cgtool.commands.distributed import capture_distributed, ranks_to_start, wants_distributed
 
     nproc = ranks_to_start(nproc, job.script)

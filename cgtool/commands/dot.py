@@ -14,6 +14,7 @@ from cgtool.render.dot import DEFAULT_MAX_NODES
 if TYPE_CHECKING:
     from cgtool.graph.model import Graph
     from cgtool.graph.summary import GraphSummary
+    from cgtool.model.node_profile import NodeProfile
 
 
 @click.command(name="dot", short_help="Summarize, draw or diff a captured graph (no torch, no GPU).")
@@ -36,6 +37,7 @@ def dot(file: str, output: str | None, as_json: bool, no_fold: bool, max_nodes: 
 
     \b
       cgtool dot graph.dot                  tables: node types, kernels, copies, depth, repeats
+      cgtool dot report.json                also replay GPU time by line and by module (when captured)
       cgtool dot graph.dot -o graph.svg     a picture (needs Graphviz's `dot` program)
       cgtool dot old.dot --diff new.dot     what changed between two graphs
       cgtool dot main/report.json --diff pr/report.json --fail-on-growth 5   a CI gate
@@ -59,22 +61,58 @@ def dot(file: str, output: str | None, as_json: bool, no_fold: bool, max_nodes: 
     if other is not None:
         _diff(file, summarize(graph), other, as_json, fail_on_growth)
         return
+    lines = _node_lines(file)
     if output:
-        _draw(graph, output, not no_fold, max_nodes, quiet=as_json)
+        _draw(graph, output, not no_fold, max_nodes, quiet=as_json, lines=lines)
     if as_json:
-        click.echo(json.dumps(summarize(graph).to_json(), indent=2))
+        data = summarize(graph).to_json()
+        if lines is not None:
+            kinds = {n.id: n.kind for n in graph.nodes}
+            data["node_lines"] = {by: [{"key": r.key, "nodes": r.nodes, "kernels": r.kernels, "us": round(r.us, 3),
+                                        "share": round(r.share, 4)} for r in lines.totals(by, kinds)]
+                                  for by in ("line", "source", "module")}
+        click.echo(json.dumps(data, indent=2))
     elif not output:
         from cgtool.render.graph_summary import render_summary
 
-        render_summary(summarize(graph), file, console())
+        out = console()
+        render_summary(summarize(graph), file, out)
+        if lines is not None:
+            _render_lines(graph, lines, out)
 
 
-def _draw(graph: Graph, output: str, fold: bool, max_nodes: int, quiet: bool) -> None:
+def _node_lines(path: str) -> NodeProfile | None:
+    """A report.json's node_lines (each node's line and replay time), None for other files or without them."""
+    if not path.endswith(".json"):
+        return None
+    from cgtool.model.node_profile import NodeProfile
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh).get("node_lines")
+        return NodeProfile.from_json(data) if isinstance(data, dict) else None
+    except (OSError, ValueError, AttributeError, KeyError, TypeError, IndexError):
+        return None  # read_graph_file has said what is wrong with the file, if anything
+
+
+def _render_lines(graph: Graph, lines: NodeProfile, out) -> None:
+    from rich.markup import escape
+
+    from cgtool.render.node_lines import coverage_line, line_table
+
+    kinds = {n.id: n.kind for n in graph.nodes}
+    out.print(line_table(lines, kinds, "source"))
+    if any(n.module for n in lines.nodes):
+        out.print(line_table(lines, kinds, "module"))
+    out.print(f"[dim]{escape(coverage_line(lines))}[/]")
+
+
+def _draw(graph: Graph, output: str, fold: bool, max_nodes: int, quiet: bool, lines: NodeProfile | None = None) -> None:
     from cgtool.render.console import console
     from cgtool.render.dot import graph_to_dot, output_format, render_file
 
     output_format(output)  # a bad extension fails before any work
-    picture = graph_to_dot(graph, fold=fold, max_nodes=max_nodes)
+    picture = graph_to_dot(graph, fold=fold, max_nodes=max_nodes, lines=lines)
     render_file(picture.source, output)
     cut = picture.graph_attr.get("cg_truncated")
     note = f"; {int(cut):,} nodes not drawn (raise --max-nodes)" if cut else ""

@@ -149,7 +149,8 @@ class CompiledRun:
     us_in_graphs: float | None = None
     us_outside: float | None = None
     triton_kernels: int = 0  # kernels named triton_* per steady iteration: the compiled code did run
-    pool_bytes: int | None = None  # reserved by the trees' memory pool
+    pool_bytes: int | None = None  # reserved by the trees' memory pool (allocator segments of that pool)
+    pool_allocated_bytes: int | None = None  # of those, bytes in live tensors
     breaks: list[GraphBreak] = field(default_factory=list)  # dynamo's graph breaks in compiled code
     dynamo_graphs: int | None = None  # graphs dynamo compiled (unique_graphs): breaks and recompiles add some
     first_steady_s: float | None = None  # wall time from the first call of the step to the first steady one
@@ -194,6 +195,7 @@ class CompiledRun:
             "us_outside": self.us_outside,
             "triton_kernels": self.triton_kernels,
             "pool_bytes": self.pool_bytes,
+            "pool_allocated_bytes": self.pool_allocated_bytes,
             "breaks": [b.to_json() for b in self.breaks],
             "dynamo_graphs": self.dynamo_graphs,
             "first_steady_s": self.first_steady_s,
@@ -220,6 +222,7 @@ class CompiledRun:
             us_outside=d.get("us_outside"),
             triton_kernels=int(d.get("triton_kernels", 0)),
             pool_bytes=d.get("pool_bytes"),
+            pool_allocated_bytes=d.get("pool_allocated_bytes"),
             breaks=[GraphBreak.from_json(b) for b in d.get("breaks", [])],
             dynamo_graphs=d.get("dynamo_graphs"),
             first_steady_s=d.get("first_steady_s"),

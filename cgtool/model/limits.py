@@ -36,6 +36,7 @@ LIMITS: dict[str, Limit] = {
     "fail_if_slower": Limit(0, 1e6, unit="percent"),
     "fail_on_growth": Limit(0, 1e6, unit="percent"),
     "iters": Limit(1, 10_000_000, whole=True, unit="iterations"),
+    "max_sizes": Limit(1, 10_000, whole=True, unit="sizes"),
     "max_nodes": Limit(1, 10_000_000, whole=True, unit="nodes"),
     "jobs": Limit(1, 256, whole=True, unit="workers"),
     "modules": Limit(0, 64, whole=True, unit="levels"),

@@ -79,6 +79,8 @@ class Piecewise:
     timings: Timings | None = None  # eager_us: eager step; replay_us: the pieced step
     error: ErrorRecord | None = None
     note: str = ""
+    pool_bytes: int | None = None  # the trees' private pool, which all pieces share (allocator segments of it)
+    pool_allocated_bytes: int | None = None  # of those, bytes in live tensors
 
     @property
     def kernel_share(self) -> float | None:
@@ -100,6 +102,7 @@ class Piecewise:
             "replay": None if self.replay is None else self.replay.to_json(),
             "timings": None if self.timings is None else self.timings.to_json(),
             "error": None if self.error is None else self.error.to_json(), "note": self.note,
+            "pool_bytes": self.pool_bytes, "pool_allocated_bytes": self.pool_allocated_bytes,
         }
 
     @classmethod
@@ -110,7 +113,7 @@ class Piecewise:
             int(d.get("kernels_outside", 0)), float(d.get("gpu_us_in_graphs", 0.0)), float(d.get("gpu_us_outside", 0.0)),
             tuple((str(n), int(c)) for n, c in d.get("outside", [])), tuple(d.get("skips", [])),
             _opt(ReplayCheck, d.get("replay")), _opt(Timings, d.get("timings")), _opt(ErrorRecord, d.get("error")),
-            d.get("note", ""),
+            d.get("note", ""), d.get("pool_bytes"), d.get("pool_allocated_bytes"),
         )
 
 

@@ -13,6 +13,8 @@ from cgtool.graph.model import Graph
 from cgtool.graph.summary_counts import graph_counts
 from cgtool.model.compiled import CompiledRun
 from cgtool.model.finding import Finding
+from cgtool.model.graph_memory import GraphMemory
+from cgtool.model.node_profile import NodeProfile
 from cgtool.model.partial import ModuleMap, Piecewise
 from cgtool.model.report_parts import ErrorRecord, ReplayCheck, TensorDiff, Timings
 
@@ -42,9 +44,11 @@ class Report:
     graph: Graph | None = None
     replay: ReplayCheck | None = None
     timings: Timings | None = None
+    memory: GraphMemory | None = None  # the captured graph's private pool and static buffers (allocator snapshot)
     piecewise: Piecewise | None = None  # --piecewise: the step captured in pieces at its break points
     modules: ModuleMap | None = None  # --modules DEPTH: which submodules capture on their own
     compiled: CompiledRun | None = None  # torch.compile with CUDA graphs: what its trees did (docs/compiled.md)
+    node_lines: NodeProfile | None = None  # each graph node's line and replay GPU time (docs/node-lines.md)
     findings: list[Finding] = field(default_factory=list)
     errors: list[ErrorRecord] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # phases or rules that could not run, with why
@@ -65,9 +69,11 @@ class Report:
             "graph": None if self.graph is None else {**self.graph.to_json(), "counts": graph_counts(self.graph)},
             "replay": None if self.replay is None else self.replay.to_json(),
             "timings": None if self.timings is None else self.timings.to_json(),
+            "memory": None if self.memory is None else self.memory.to_json(),
             "piecewise": None if self.piecewise is None else self.piecewise.to_json(),
             "modules": None if self.modules is None else self.modules.to_json(),
             "compiled": None if self.compiled is None else self.compiled.to_json(),
+            "node_lines": None if self.node_lines is None else self.node_lines.to_json(),
             "findings": [f.to_json() for f in self.findings],
             "errors": [e.to_json() for e in self.errors],
             "skipped": list(self.skipped),
@@ -90,9 +96,11 @@ class Report:
             graph=None if d.get("graph") is None else Graph.from_json(d["graph"]),
             replay=None if d.get("replay") is None else ReplayCheck.from_json(d["replay"]),
             timings=None if d.get("timings") is None else Timings.from_json(d["timings"]),
+            memory=None if d.get("memory") is None else GraphMemory.from_json(d["memory"]),
             piecewise=None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"]),
             modules=None if d.get("modules") is None else ModuleMap.from_json(d["modules"]),
             compiled=None if d.get("compiled") is None else CompiledRun.from_json(d["compiled"]),
+            node_lines=None if d.get("node_lines") is None else NodeProfile.from_json(d["node_lines"]),
             findings=[Finding.from_json(f) for f in d.get("findings", [])],
             errors=[ErrorRecord.from_json(e) for e in d.get("errors", [])],
             skipped=list(d.get("skipped", [])),

@@ -38,6 +38,7 @@ class OpRecord:
     host: bool = False  # the op works on host tensors only: no GPU work, never a sync
     detail: dict[str, Any] | None = None  # see docs/checks.md: move, src, pinned, via, generator, scalars, ...
     lib: int = -1  # the library frame that issued the op (index into Trace.frames), -1 when the user's own line
+    node: int = -1  # GPU capture: nodes the capturing graph held when the op was issued (its own nodes follow)
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind, "name": self.name, "shapes": [list(s) for s in self.shapes],
@@ -53,6 +54,8 @@ class OpRecord:
             d["detail"] = _jsonable(self.detail)
         if self.lib >= 0:
             d["lib"] = self.lib
+        if self.node >= 0:
+            d["node"] = self.node
         return d
 
     @classmethod
@@ -62,7 +65,8 @@ class OpRecord:
             detail = {k: tuple(v) if isinstance(v, list) else v for k, v in detail.items()}
         return cls(d["kind"], d["name"], tuple(tuple(s) for s in d.get("shapes", ())), tuple(d.get("dtypes", ())),
                    tuple(d.get("devices", ())), d.get("frame", -1), d.get("outer", -1), d.get("stream"),
-                   d.get("capturing"), d.get("host", False), detail or None, d.get("lib", -1))
+                   d.get("capturing"), d.get("host", False), detail or None, d.get("lib", -1),
+                   d.get("node", -1))
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from cgtool.bench.measure import kernel_floor_us, measure, prepare
 from cgtool.bench.result import BenchReport, BenchResult
 from cgtool.capture.harness import CaptureFailed
 from cgtool.errors import CgtoolError, ExitCode
+from cgtool.model.graph_memory import SharedPool
 from cgtool.model.job import Job
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
@@ -21,6 +22,7 @@ from cgtool.script.errors import error_record
 def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
     settings = job.settings
     results, errors = [], []
+    shared = None
     try:
         progress.phase("load", job.script)
         script = load_script(job.script, job.entry)
@@ -42,6 +44,11 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
             except CaptureFailed as failed:
                 errors.append(failed.record)
                 break  # the CUDA context is unusable after a failed capture
+        if len(results) > 1 and not errors:
+            try:
+                shared = shared_pool(script, results, settings, progress)
+            except CaptureFailed as failed:  # e.g. out of memory with every size held at once
+                errors.append(failed.record)
     except CgtoolError as exc:
         errors.append(error_record("load", exc))
     except (SystemExit, KeyboardInterrupt) as exc:  # the script's own sys.exit() or KeyboardInterrupt
@@ -53,7 +60,8 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
 
         traceback.print_exc()
         errors.append(ErrorRecord(progress.current or "load", type(exc).__name__, str(exc).strip()[:2000]))
-    return BenchReport(tuple(results), dict(settings), tuple(errors), __version__).to_json()
+    return BenchReport(tuple(results), dict(settings), tuple(errors), __version__,
+                       shared_pool=shared).to_json()
 
 
 def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress: PhaseLog):
@@ -63,7 +71,37 @@ def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress:
     floor = kernel_floor_us(prep.fns["replay"])
     result = BenchResult.from_rounds(rounds, script=script.path, entry=script.entry, size=size, gpu_floor_us=floor,
                                      capture_ms=prep.capture_ms, instantiate_ms=prep.instantiate_ms,
-                                     pool_bytes=prep.pool_bytes, environment=environment(), machine_best_us=best)
+                                     pool_bytes=prep.pool_bytes, memory=prep.memory, environment=environment(), machine_best_us=best)
     if result.cpu_load is not None:
         remember_probe_us(result.cpu_load.probe_floor_us)
     return result
+
+
+def shared_pool(script: Any, results: list[BenchResult], settings: dict[str, Any], progress: PhaseLog) -> SharedPool:
+    """Capture every size of the sweep again, largest first, into one private pool (vLLM's and SGLang's order:
+    a smaller graph reuses the blocks the larger ones freed), keeping every graph alive; read that pool."""
+    import torch
+
+    from cgtool.capture.harness import run_to_capture
+    from cgtool.capture.memory import pool_memory
+
+    sizes = sorted((r.size for r in results if r.size is not None), reverse=True)
+    handle = torch.cuda.graph_pool_handle()
+    device = torch.device("cuda")
+    state = None
+    if not script.setup_takes_size():  # one model for every size, as in a server
+        try:
+            state = script.call_setup(device)
+        except Exception as exc:
+            raise ScriptRaised("setup", exc) from None
+    kept, ms = [], 0.0
+    for size in sizes:
+        progress.phase("shared-pool", f"size={size}")
+        captured = run_to_capture(script, device, {**settings, "capture_mode": "global"}, progress,
+                                  size=size, state=state, pool=handle)
+        kept.append(captured)  # every graph stays alive, as in a server, so the pool holds all of them at once
+        ms += captured.capture_ms
+    reserved, allocated = pool_memory(handle)
+    separate = sum(r.pool_bytes or 0 for r in results)
+    del kept
+    return SharedPool(tuple(sizes), reserved, allocated, ms, separate)

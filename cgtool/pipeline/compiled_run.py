@@ -55,7 +55,7 @@ def _observe_trees(script: Script, settings: dict[str, Any], report: Report, pro
     from cgtool.capture.tree_graphs import profile_steps, read_tree_graphs
     from cgtool.capture.trees import (
         TreesObserver,
-        pool_bytes,
+        pool_memory_of,
         symint_keys,
         tree_manager,
         tree_state,
@@ -109,7 +109,7 @@ def _observe_trees(script: Script, settings: dict[str, Any], report: Report, pro
     run.sites = list(watch.sites)  # compile calls made during the step too
     if mgr is None:
         run.notes.append("torch.compile made no CUDAGraph tree: every compiled graph ran without CUDA graphs")
-    run.pool_bytes = pool_bytes(mgr)
+    run.pool_bytes, run.pool_allocated_bytes = pool_memory_of(mgr) or (None, None)
     progress.phase("read-graph", "the trees' CUDA graphs through cuda-bindings")
     run.graphs, _models = read_tree_graphs(mgr, work_dir)
     for g in run.graphs:

@@ -11,12 +11,14 @@ from cgtool.model.frame import Frame
 
 
 class GpuAnalysis:
-    def __init__(self, enabled: bool = True) -> None:
+    def __init__(self, enabled: bool = True, node_counts: bool = True) -> None:
         self.tracer: Any = None
         if enabled:
             from cgtool.trace.tracer import Tracer
 
             self.tracer = Tracer(sync_debug=True)
+            if not node_counts:
+                self.tracer.node_count = None
 
     @contextmanager
     def tracing(self) -> Iterator[None]:

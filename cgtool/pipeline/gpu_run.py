@@ -25,7 +25,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
 
     device = torch.device("cuda")
     n_warm = int(settings.get("warmup", 3))
-    analysis = GpuAnalysis(enabled=settings.get("checks", True))
+    analysis = GpuAnalysis(enabled=settings.get("checks", True), node_counts=settings.get("node_lines", False))
     try:
         captured = run_to_capture(script, device, settings, progress, analysis, settings.get("size"), state, on_state)
     except CaptureFailed as failed:
@@ -41,6 +41,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         report.findings.extend(analysis.findings())  # what ran before the step raised still counts
         raise
     report.findings.extend(analysis.findings())
+    report.settings["capture_ms"] = round(captured.capture_ms, 2)  # the captured iteration, traced
     blocked = after_capture(True)  # a distributed run: every rank captured? (None elsewhere)
     if blocked:
         report.skipped.append(blocked)
@@ -62,6 +63,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         if driver_dot:
             report.outputs["graph.driver.dot"] = driver_dot
     inst_ms = instantiate(captured)
+    report.memory = captured.memory
     work = (graph is None or bool(graph.nodes)) and not blocked  # an unreadable graph may still replay
     if settings.get("replay_check", True) and work:
         progress.phase("replay-check")
@@ -75,9 +77,33 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         else:
             t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
+    if settings.get("node_lines", False) and work and graph is not None and analysis.tracer is not None:
+        progress.phase("node-lines", "each node's line, and its GPU time over profiled replays")
+        report.node_lines = node_lines(captured, graph, analysis.tracer.trace, report)
     report.findings = judge(report.findings, CAPTURED, None, report.replay)
     report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))
     return captured
+
+
+def node_lines(captured: Captured, graph: Any, trace: Any, report: Report) -> Any:
+    """Which line made each node (the tracer's node counts while capturing) and its median GPU time over profiled
+    replays; None, with the reason in report.skipped, when the replays cannot be profiled."""
+    import time
+
+    from cgtool.capture.replay_profile import profile_replays
+    from cgtool.graph.node_align import replay_times
+    from cgtool.model.node_profile import node_profile, rows_from_ops
+
+    t0 = time.perf_counter()
+    ops = next((it.ops for it in reversed(trace.iterations) if it.phase == "capture"), [])
+    try:
+        times = replay_times(graph, profile_replays(captured.graph))
+    except Exception as exc:  # noqa: BLE001 - the profiler is optional to everything else
+        report.skipped.append(f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")
+        times = None
+    profile = node_profile(graph, trace.frames, ops, rows_from_ops(ops, len(graph.nodes)), times)
+    report.settings["node_lines_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
+    return profile
 
 
 def entry_frame(script: Script):

@@ -150,9 +150,12 @@ def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog,
         how = f"the pieces' graphs could not be read: {read_error or 'none matched a launch'} (counts come from the profiler)"
     note = "; ".join(x for x in (
         f"{step.dynamo_graphs} dynamo graph(s), {step.made} CUDA graph(s) made, {len(step.kept)} kept", how, settle) if x)
+    from cgtool.capture.trees import pool_memory_of, tree_manager
+
+    pool, used = pool_memory_of(tree_manager()) or (None, None)  # one trees pool holds every piece
     return Piecewise(MEASURED, METHOD, tuple(step.splits), pieces, split.kernels_in_graphs, split.kernels_outside,
                      split.us_in_graphs, split.us_outside, tuple(split.outside[:10]), tuple(step.skips), replay,
-                     timings, note=note)
+                     timings, note=note, pool_bytes=pool, pool_allocated_bytes=used)
 
 
 PROFILED_STEPS = 4  # the last one is reported: the steady state

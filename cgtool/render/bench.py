@@ -11,8 +11,8 @@ from rich.table import Table
 from cgtool.bench.adaptive import BUDGET, CONVERGED, ITERATIONS, RoundStatus
 from cgtool.bench.compare import FASTER, REGRESSED, SLOWER, Comparison
 from cgtool.bench.estimate import Estimate, ModeResult
-from cgtool.bench.result import FLOOR_KERNELS, BenchReport, BenchResult
-from cgtool.render.units import fmt_bytes, fmt_us
+from cgtool.bench.result import FLOOR_KERNELS, FLOOR_REPLAY_GPU, BenchReport, BenchResult
+from cgtool.render.units import fmt_bytes, fmt_graph_memory, fmt_us
 
 _STATUS_STYLE = {REGRESSED: "bold red", SLOWER: "yellow", FASTER: "green"}
 
@@ -108,7 +108,9 @@ def _add_mode_rows(table: Table, mode: ModeResult) -> None:
 def detail_lines(result: BenchResult) -> list[str]:
     """The derived numbers under the table, as sentences."""
     saved = result.overhead_saved_us
-    floor = "summed kernel time" if result.floor_source == FLOOR_KERNELS else "replay's GPU time, no kernel sum measured"
+    floor = _FLOOR_TEXT[result.floor_source]
+    if result.gpu_floor_us is None and result.floor_source == FLOOR_REPLAY_GPU:
+        floor = "replay's GPU time, no kernel busy time measured"
     lines = [
         (
             f"speedup: wall {fmt_x(result.speedup_wall.point)} ({fmt_ci_x(result.speedup_wall)}), "
@@ -123,7 +125,7 @@ def detail_lines(result: BenchResult) -> list[str]:
     graph = [
         f"capture {result.capture_ms:.1f} ms" if result.capture_ms is not None else None,
         f"instantiate {result.instantiate_ms:.1f} ms" if result.instantiate_ms is not None else None,
-        f"graph pool {fmt_bytes(result.pool_bytes)}" if result.pool_bytes is not None else None,
+        pool_text(result),
     ]
     if any(graph):
         lines.append(" · ".join(g for g in graph if g))
@@ -131,6 +133,49 @@ def detail_lines(result: BenchResult) -> list[str]:
     worst = f"±{result.worst_rel_ci:.1%}" if math.isfinite(result.worst_rel_ci) else "undefined"
     lines.append(f"measured {result.rounds:,} rounds in {result.elapsed_s:.1f} s; stopped: {result.stopped_by} (widest CI {worst}{target})")
     return lines
+
+
+_FLOOR_TEXT = {FLOOR_KERNELS: "GPU busy time of the replay's kernels",
+               FLOOR_REPLAY_GPU: "replay's GPU time, below its kernels' busy time",
+               "replay-wall": "replay's own wall time: replay runs at the floor"}
+
+
+def pool_text(result: BenchResult) -> str | None:
+    """The graph's memory line: the pool split, static buffers, capture peak (or the pool alone, from old JSON)."""
+    if result.memory is not None:
+        return fmt_graph_memory(result.memory)
+    return f"graph pool {fmt_bytes(result.pool_bytes)}" if result.pool_bytes is not None else None
+
+
+def memory_table(report: BenchReport) -> Table:
+    """Per size: what the graph holds, what capturing it took, and the two times (wall)."""
+    table = Table(title="memory and capture by size", title_justify="left")
+    for col in ("size", "pool reserved", "in live tensors", "capture peak", "capture", "instantiate", "eager", "replay"):
+        table.add_column(col, justify="right")
+    for r in report.results:
+        mem = r.memory
+        table.add_row(
+            fmt_size(r.size),
+            fmt_bytes(r.pool_bytes) if r.pool_bytes is not None else "-",
+            fmt_bytes(mem.pool_allocated) if mem else "-",
+            fmt_bytes(mem.capture_peak_bytes) if mem and mem.capture_peak_bytes is not None else "-",
+            f"{r.capture_ms:.1f} ms" if r.capture_ms is not None else "-",
+            f"{r.instantiate_ms:.1f} ms" if r.instantiate_ms is not None else "-",
+            fmt_us(r.eager.wall.median),
+            fmt_us(r.replay.wall.median),
+        )
+    return table
+
+
+def shared_pool_line(report: BenchReport) -> str | None:
+    """`8 sizes in one pool, captured largest first: 40.0 MiB (separate pools: 200 MiB, 5.0× more); capture 310 ms`."""
+    sp = report.shared_pool
+    if sp is None:
+        return None
+    ratio = f", {sp.separate_reserved / sp.pool_reserved:.1f}× more" if sp.pool_reserved else ""
+    return (f"{len(sp.sizes)} sizes in one pool, captured largest first: {fmt_bytes(sp.pool_reserved)} "
+            f"({fmt_bytes(sp.pool_allocated)} in live tensors; separate pools: {fmt_bytes(sp.separate_reserved)}{ratio}); "
+            f"capture {sp.capture_ms:.0f} ms")
 
 
 def sweep_table(report: BenchReport, clock: str = "wall") -> Table:
@@ -212,6 +257,10 @@ def render_bench(report: BenchReport, out: Console, comparison: Comparison | Non
                 out.print(escape(line), soft_wrap=True)
         else:
             out.print(sweep_table(report))
+            out.print(memory_table(report))
+            shared = shared_pool_line(report)
+            if shared:
+                out.print(escape(shared), soft_wrap=True)
     render_errors(list(report.errors), out)
     if comparison is not None:
         if not quiet and comparison.changes:

@@ -8,7 +8,7 @@ from rich.table import Table
 
 from cgtool.model.report import (CAPTURE_FAILED, CAPTURED, COMPILED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, WORKER_FAILED,
                                  Report)
-from cgtool.render.units import fmt_us
+from cgtool.render.units import fmt_graph_memory, fmt_us
 
 
 def verdict_line(report: Report) -> str:
@@ -52,8 +52,16 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
             kt = kernel_table(report)
             if kt is not None:
                 out.print(kt)
+        if report.node_lines is not None and report.graph is not None:
+            from cgtool.render.node_lines import coverage_line, line_table
+
+            kinds = {n.id: n.kind for n in report.graph.nodes}
+            out.print(line_table(report.node_lines, kinds))
+            out.print(f"[dim]{escape(coverage_line(report.node_lines))}[/]")
         if report.replay is not None:
             render_replay(report, out)
+        if report.memory is not None:
+            out.print(f"[bold]memory:[/] {escape(fmt_graph_memory(report.memory))}", soft_wrap=True)
         if report.compiled is not None:
             from cgtool.render.compiled import render_compiled
 

@@ -68,7 +68,9 @@ def render_compiled(run: CompiledRun, out: Console) -> None:
                   f"{(run.kernels_in_graphs or 0) + (run.kernels_outside or 0)} per steady step ({share:.0%}); "
                   f"{run.triton_kernels} Triton kernels per step")
     if run.pool_bytes is not None:
-        out.print(f"[bold]trees' memory pool:[/] {run.pool_bytes / 2**20:.1f} MiB")
+        used = (f" ({run.pool_allocated_bytes / 2**20:.1f} MiB in live tensors)"
+                if run.pool_allocated_bytes is not None else "")
+        out.print(f"[bold]trees' memory pool:[/] {run.pool_bytes / 2**20:.1f} MiB{used}")
     if run.timings_us:
         parts = [f"{k} {fmt_us(v)}" for k, v in run.timings_us.items()]
         out.print(f"[bold]timing per step:[/] {' · '.join(parts)}")

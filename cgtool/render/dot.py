@@ -19,7 +19,8 @@ from cgtool.graph.cgtool_dot import FORMAT, encode, encode_ids, node_attrs
 from cgtool.graph.folding import Repeat, find_repeats
 from cgtool.graph.model import Graph, GraphNode
 from cgtool.graph.topology import Adjacency, nodes_by_graph, topo_order
-from cgtool.render.units import fmt_bytes
+from cgtool.model.node_profile import NodeProfile
+from cgtool.render.units import fmt_bytes, fmt_us
 
 DEFAULT_MAX_NODES = 500  # drawn nodes (after folding) before the picture is cut short
 
@@ -49,11 +50,14 @@ def kind_word(kind: str) -> str:
     return "child graph" if kind == "graph" else kind.replace("_", " ")
 
 
-def graph_to_dot(graph: Graph, fold: bool = True, max_nodes: int = DEFAULT_MAX_NODES) -> graphviz.Digraph:
+def graph_to_dot(graph: Graph, fold: bool = True, max_nodes: int = DEFAULT_MAX_NODES,
+                 lines: NodeProfile | None = None) -> graphviz.Digraph:
     """The graph as a graphviz.Digraph (`.source` is the DOT text). With `fold`, each run found by
     graph.folding.find_repeats is drawn once as a cluster; past `max_nodes` drawn nodes the rest is
-    left out and a note says how many (such a file cannot be read back)."""
+    left out and a note says how many (such a file cannot be read back). With `lines` (report.json's
+    node_lines), each node also names its line and replay GPU time, and timed nodes are filled by time."""
     _need_graphviz()
+    marks = _NodeLines.of(lines)
     adj = Adjacency.of(graph)
     repeats = find_repeats(graph, adj) if fold else []
     hidden = {m for r in repeats for m in r.members[r.period :]}
@@ -71,7 +75,7 @@ def graph_to_dot(graph: Graph, fold: bool = True, max_nodes: int = DEFAULT_MAX_N
         edge_attr={"color": "#495057", "arrowsize": "0.6"})
     if cut:
         dot.graph_attr["cg_truncated"] = str(len(cut))
-    by_graph = _draw_nodes(dot, graph, repeats, shown)
+    by_graph = _draw_nodes(dot, graph, repeats, shown, marks)
     _draw_edges(dot, graph, repeats, hidden, shown)
     _draw_child_links(dot, graph, by_graph, shown)
     if cut:
@@ -80,13 +84,43 @@ def graph_to_dot(graph: Graph, fold: bool = True, max_nodes: int = DEFAULT_MAX_N
     return dot
 
 
-def node_label(node: GraphNode) -> str:
-    """What a node says in the picture: short kernel name and launch dims, copy direction and size."""
+class _NodeLines:
+    """Per node: the line to print under it and its fill colour by replay GPU time (white to red, by the share of
+    the slowest node's time)."""
+
+    def __init__(self, text: dict[int, str], fill: dict[int, str]) -> None:
+        self.text, self.fill = text, fill
+
+    @classmethod
+    def of(cls, profile: NodeProfile | None) -> _NodeLines | None:
+        if profile is None:
+            return None
+        from cgtool.render.node_lines import short_where
+
+        top = max((n.us or 0.0 for n in profile.nodes), default=0.0) or 1.0
+        text, fill = {}, {}
+        for n in profile.nodes:
+            f = n.lib if n.lib >= 0 else n.frame
+            where = short_where(profile.frames[f].file, profile.frames[f].line) if f >= 0 else "no line"
+            text[n.node] = where + (f" · {fmt_us(n.us)}" if n.us is not None else "")
+            if n.us is not None:
+                fill[n.node] = HEAT[min(len(HEAT) - 1, int(len(HEAT) * (n.us / top) ** 0.5))]
+        return cls(text, fill)
+
+
+HEAT = ("#fff5f0", "#fee0d2", "#fcbba1", "#fc9272", "#fb6a4a", "#ef3b2c", "#cb181d")  # light to dark red
+
+
+def node_label(node: GraphNode, marks: _NodeLines | None = None) -> str:
+    """What a node says in the picture: short kernel name and launch dims, copy direction and size; with
+    node_lines, the line that made it and its replay GPU time."""
     lines = [node.name or node.kind]
     if node.kind == "kernel" and node.launch:
         lines.append(node.launch)
     elif node.bytes is not None and node.kind in ("memcpy", "memset", "mem_alloc"):
         lines.append(fmt_bytes(node.bytes))
+    if marks is not None and node.id in marks.text:
+        lines.append(marks.text[node.id])
     if node.kind == "empty":
         return ""
     return "\\n".join(_text(line) for line in lines)
@@ -96,7 +130,8 @@ def _text(s: str) -> str:
     return s.replace("\\", "\\\\").replace('"', "'")
 
 
-def _draw_nodes(dot: graphviz.Digraph, graph: Graph, repeats: list[Repeat], shown: set[int]) -> dict[int, list[int]]:
+def _draw_nodes(dot: graphviz.Digraph, graph: Graph, repeats: list[Repeat], shown: set[int],
+                marks: _NodeLines | None) -> dict[int, list[int]]:
     fold_of = {n: r for r in repeats for n in r.first_block}
     by_graph: dict[int, list[int]] = {}
     for gid, ids in nodes_by_graph(graph).items():
@@ -117,24 +152,26 @@ def _draw_nodes(dot: graphviz.Digraph, graph: Graph, repeats: list[Repeat], show
                      cg_fold_ids=encode_ids(r.members), cg_period=str(r.period))
             for n in r.first_block:
                 if n in shown:
-                    _node(sub, graph.nodes[n])
+                    _node(sub, graph.nodes[n], marks)
             target.subgraph(sub)
         for n in ids:
             if n not in fold_of:
-                _node(target, graph.nodes[n])
+                _node(target, graph.nodes[n], marks)
         if gid:
             dot.subgraph(target)
     return by_graph
 
 
-def _node(dot: graphviz.Digraph, node: GraphNode) -> None:
+def _node(dot: graphviz.Digraph, node: GraphNode, marks: _NodeLines | None = None) -> None:
     fill, shape = PALETTE.get(node.kind, PALETTE["unknown"])
+    if marks is not None:
+        fill = marks.fill.get(node.id, fill)
     extra = {"width": "0.2", "fixedsize": "true", "tooltip": "empty"} if node.kind == "empty" else {}
     if node.kind in ("kernel", "memcpy", "memset", "host", "mem_alloc", "mem_free", "unknown", "batch_mem_op"):
         extra["style"] = "filled,rounded"
     if node.demangled and node.demangled != node.name:
         extra["tooltip"] = _text(node.demangled)
-    dot.node(f"n{node.id}", graphviz.nohtml(node_label(node)), fillcolor=fill, shape=shape,
+    dot.node(f"n{node.id}", graphviz.nohtml(node_label(node, marks)), fillcolor=fill, shape=shape,
              **extra, **{k: graphviz.nohtml(v) for k, v in node_attrs(node).items()})
 
 

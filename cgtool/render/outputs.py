@@ -81,7 +81,7 @@ def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str],
     from cgtool.render.dot import graph_to_dot, render_source
 
     # every node stays in graph.dot (folded where it repeats) so `cgtool dot graph.dot` reads it back whole
-    source = graph_to_dot(report.graph, max_nodes=max(len(report.graph.nodes), 1)).source
+    source = graph_to_dot(report.graph, max_nodes=max(len(report.graph.nodes), 1), lines=report.node_lines).source
     dot_path = os.path.join(out_dir, "graph.dot")
     write_output(dot_path, source)
     written["graph.dot"] = dot_path

@@ -10,7 +10,7 @@ from rich.table import Table
 from cgtool.model.partial import CPU_ONLY, GRAPHED, MEASURED, NOT_POSSIBLE, ModuleEntry, ModuleMap, Piecewise
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, Report
 from cgtool.render.plan import plan_calls
-from cgtool.render.units import fmt_us
+from cgtool.render.units import fmt_bytes, fmt_us
 
 
 def render_piecewise(p: Piecewise, out: Console) -> None:
@@ -45,6 +45,9 @@ def render_piecewise(p: Piecewise, out: Console) -> None:
     if share is not None:
         ts = p.time_share
         out.print(f"  {share:.0%} of kernels in graphs" + (f", {ts:.0%} of kernel time" if ts is not None else ""))
+    if p.pool_bytes is not None:
+        used = f" ({fmt_bytes(p.pool_allocated_bytes)} in live tensors)" if p.pool_allocated_bytes is not None else ""
+        out.print(f"  memory: the pieces share one pool of {fmt_bytes(p.pool_bytes)}{used}")
     _replay_and_time(p.replay, p.timings, out, "pieced step")
     if p.timings is not None and p.timings.speedup < 1.0:
         out.print(f"  [yellow]{escape(SLOWER)}: not recommended[/]")

@@ -90,6 +90,10 @@ class Script:
     def accepts_size(self) -> bool:
         return any(fn is not None and "size" in _params(fn) for fn in (self.setup, self.inputs))
 
+    def setup_takes_size(self) -> bool:
+        """Whether setup's state depends on the size (else one state serves every size)."""
+        return self.setup is not None and "size" in _params(self.setup)
+
 
 def _params(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
     try:

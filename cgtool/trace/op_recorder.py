@@ -57,6 +57,7 @@ class OpRecorder(CallRecorder):
         self.trace = trace
         self.virtual_cuda = virtual_cuda
         self.probe = probe
+        self.node_count: Callable[[], int] | None = None  # nodes of the graph being captured (GPU run), -1 unknown
         self.run_call = call  # runs a user's call (the CPU stand-ins send CUDA devices to the CPU); None: as is
         self.frame_table = FrameTable(trace.frames)
         from cgtool.script.contract import Script
@@ -177,8 +178,11 @@ class OpRecorder(CallRecorder):
             if host and not tensors:
                 host = self.side(kwargs.get("device")) != "device"
         stream = capturing = None
+        node = -1
         if not host and self.probe is not None:
             stream, capturing = self.probe(max(index, 0))
+            if capturing and self.node_count is not None:
+                node = self.node_count()
         try:
             above = sys._getframe(2)  # above this frame and the dispatch mode's
         except ValueError:  # the autograd engine's thread calls the mode straight from C++: nothing above it
@@ -196,7 +200,7 @@ class OpRecorder(CallRecorder):
         ops = self.ops
         if ops is not None:
             ops.append(OpRecord(ATEN, name, shapes, dtypes, devices, inner, outer, stream,
-                                capturing, host, detail, self.frame_table.issuer))
+                                capturing, host, detail, self.frame_table.issuer, node))
             if detail is not None and ("via" in detail or "data_dependent" in detail):
                 self.sized_by_data = detail  # its output shapes are filled in after it runs
         return host and self.virtual_cuda

@@ -56,7 +56,9 @@ class Tracer(OpRecorder):
     `stream_probe(device_index)` gives (stream id, capturing) per device op; by default the real CUDA one.
     `call(func, args, kwargs)` runs each tensor call (the CPU stand-ins' run_on_cpu); by default as is.
     `sync_debug=True` (GPU run) also records torch.cuda.set_sync_debug_mode("warn") warnings as SYNC_WARNING
-    records (off by default: cgtool.pipeline.gpu_analysis hooks the warnings itself)."""
+    records (off by default: cgtool.pipeline.gpu_analysis hooks the warnings itself). While a CUDA stream
+    captures, each aten op also records the node count of the graph being captured (OpRecord.node), which
+    tells which nodes it made (cgtool/model/node_profile.py)."""
 
     def __init__(self, *, virtual_cuda: bool = False, stream_probe: StreamProbe | None = None,
                  sync_debug: bool = False, device: str | None = None,
@@ -66,6 +68,10 @@ class Tracer(OpRecorder):
         super().__init__(Trace(device=device or ("cuda:0" if cuda else "cpu"), virtual_cuda=virtual_cuda),
                          virtual_cuda, probe, call)
         self.sync_debug = sync_debug and cuda
+        if cuda and stream_probe is None:
+            from cgtool.trace.node_counter import capture_node_counter
+
+            self.node_count = capture_node_counter()
         self.modes: list[Any] = []
         self.saved_sync_mode: Any = None
         self.saved_showwarning: Any = None

@@ -89,7 +89,7 @@ def run_job(job: Job, timeout: float | None = None,
             if outcome.result is None:
                 outcome.failure = "crash"
                 outcome.message = (f"The worker process died during the {outcome.phase or 'start-up'} phase "
-                                   f"({_describe_exit(proc.returncode)}) without a result: the script or a library it "
+                                   f"({describe_exit(proc.returncode)}) without a result: the script or a library it "
                                    f"calls crashed the interpreter, or something outside cgtool stopped the worker"
                                    f"{_KILL_HINT if proc.returncode == -signal.SIGKILL else ''}.")
         return outcome
@@ -144,7 +144,8 @@ def _read_result(path: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _describe_exit(code: int | None) -> str:
+def describe_exit(code: int | None, word: str = "exit status") -> str:
+    """A process's end in words: `killed by SIGKILL`, `exit status 1` (`word` names the number)."""
     if code is None:
         return "no exit status"
     if code < 0:
@@ -152,7 +153,7 @@ def _describe_exit(code: int | None) -> str:
             return f"killed by {signal.Signals(-code).name}"
         except ValueError:
             return f"killed by signal {-code}"
-    return f"exit status {code}"
+    return f"{word} {code}"
 
 
 def _tail(path: str, start: int = 0) -> str:

@@ -20,6 +20,7 @@ from cgtool.model.job import Job
 from cgtool.model.ranks import FINISHED, MULTICAST_OFF, NOT_STARTED, STOPPED, Collective, DdpWrap, RankResult
 from cgtool.model.report import Report
 from cgtool.worker import lifetime
+from cgtool.worker.client import describe_exit
 from cgtool.worker.lifetime import descendants
 
 OUTPUT_TAIL_CHARS = 4000
@@ -192,7 +193,7 @@ def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
     outcome.ranks = [rank_result(r, run_dir, tails[r].events, exits.get(r), outcome.failure) for r in range(nproc)]
     if outcome.failure is None and not any(r.report for r in outcome.ranks):
         outcome.failure = "launcher"
-        outcome.message = (f"torch.distributed.run ended ({_describe(proc.returncode)}) before any rank wrote a result; "
+        outcome.message = (f"torch.distributed.run ended ({describe_exit(proc.returncode, 'exit')}) before any rank wrote a result; "
                            "its output is in the report")
     return outcome
 
@@ -223,7 +224,7 @@ def rank_result(rank: int, run_dir: str, events: list[dict[str, Any]], code: int
     if res.report is not None:
         res.report.script_output = res.output
     if code is not None:
-        res.exit = _describe(code)
+        res.exit = describe_exit(code, "exit")
     elif res.ended == STOPPED:
         res.exit = "killed by cgtool (timeout)" if failure == "timeout" else "stopped by the launcher"
     elif res.ended == NOT_STARTED:
@@ -239,17 +240,6 @@ def _exit_codes(text: str) -> dict[int, int]:
     for m in re.finditer(r"rank\s*:\s*(\d+)\s*\(local_rank:\s*\d+\)\s*\n\s*exitcode\s*:\s*(-?\d+)", text):
         out[int(m.group(1))] = int(m.group(2))
     return out
-
-
-def _describe(code: int | None) -> str:
-    if code is None:
-        return "no exit status"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit {code}"
 
 
 def _tail(path: str) -> str:

@@ -1,0 +1,264 @@
+"""Which batch sizes to capture: from a sweep's measured cost per size, an expected batch-size histogram and a
+memory budget, pick the sizes (every batch padded up to the next captured size; batches above the largest run
+eager), and predict memory, capture time and the average speedup. Pure arithmetic: no torch, no I/O.
+
+Between measured sizes every figure is interpolated linearly; beyond them it is extrapolated from the two
+nearest measured sizes (and `Plan.extrapolated` says so).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class SizeCost:
+    """What one captured size costs and gains, as bench measured it (times per iteration, µs)."""
+
+    size: int
+    pool_bytes: int
+    capture_ms: float  # capture and instantiate together
+    eager_us: float
+    replay_us: float
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Measured sizes, and how much of a smaller graph's pool a shared pool still adds (`shared_extra`: 0 when
+    smaller graphs fit wholly in the largest graph's blocks, 1 when each needs its own, as with separate pools)."""
+
+    points: tuple[SizeCost, ...]
+    shared_extra: float = 1.0
+    _cache: dict[tuple[str, float], float] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.points:
+            raise ValueError("a cost model needs at least one measured size")
+        object.__setattr__(self, "points", tuple(sorted(self.points, key=lambda p: p.size)))
+
+    @property
+    def sizes(self) -> list[int]:
+        return [p.size for p in self.points]
+
+    def value(self, name: str, size: float) -> float:
+        """`name` (a SizeCost field) at `size`: linear between measured sizes, extended from the nearest two beyond."""
+        key = (name, size)
+        if key not in self._cache:
+            self._cache[key] = self._interpolate(name, size)
+        return self._cache[key]
+
+    def _interpolate(self, name: str, size: float) -> float:
+        pts = self.points
+        if len(pts) == 1:
+            return float(getattr(pts[0], name))
+        i = next((k for k in range(1, len(pts)) if pts[k].size >= size), len(pts) - 1)
+        a, b = pts[i - 1], pts[i]
+        va, vb = float(getattr(a, name)), float(getattr(b, name))
+        return max(va + (vb - va) * (size - a.size) / (b.size - a.size), 0.0)
+
+    def memory(self, sizes: Iterable[int]) -> float:
+        """Bytes for capturing `sizes` into one pool, largest first: the largest graph's pool, plus
+        `shared_extra` of each smaller one's."""
+        pools = sorted((self.value("pool_bytes", s) for s in set(sizes)), reverse=True)
+        return pools[0] + self.shared_extra * sum(pools[1:]) if pools else 0.0
+
+    def capture_ms(self, sizes: Iterable[int]) -> float:
+        return sum(self.value("capture_ms", s) for s in set(sizes))
+
+
+def shared_extra(pools: Mapping[int, int], shared_bytes: int) -> float:
+    """`CostModel.shared_extra` from a measured shared pool of the sizes `pools` (size -> own pool bytes)."""
+    if not pools:
+        return 1.0
+    largest = max(pools.values())
+    rest = sum(pools.values()) - largest
+    if rest <= 0:
+        return 0.0
+    return min(1.0, max(0.0, (shared_bytes - largest) / rest))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A set of captured sizes and what it is predicted to cost and gain over the histogram."""
+
+    sizes: tuple[int, ...]
+    memory_bytes: float
+    capture_ms: float
+    mean_us: float  # expected time per step over the histogram, padding included
+    eager_mean_us: float  # the same, every batch eager
+    extrapolated: bool = False  # some size or batch lies outside the measured sizes
+
+    @property
+    def speedup(self) -> float:
+        return self.eager_mean_us / self.mean_us if self.mean_us > 0 else math.inf
+
+    def to_json(self) -> dict[str, object]:
+        return {"sizes": list(self.sizes), "memory_bytes": round(self.memory_bytes), "capture_ms": self.capture_ms,
+                "mean_us": self.mean_us, "eager_mean_us": self.eager_mean_us, "speedup": self.speedup,
+                "extrapolated": self.extrapolated}
+
+
+def step_us(model: CostModel, batch: int, captured: Sequence[int]) -> float:
+    """Time of one batch: replay of the smallest captured size that holds it, else eager at its own size.
+    `captured` must be sorted."""
+    i = bisect.bisect_left(captured, batch)
+    return model.value("replay_us", captured[i]) if i < len(captured) else model.value("eager_us", batch)
+
+
+def evaluate(model: CostModel, histogram: Mapping[int, float], sizes: Iterable[int]) -> Plan:
+    """Predicted memory, capture time and mean step time of capturing `sizes` for `histogram` (batch -> weight)."""
+    chosen = tuple(sorted(set(sizes)))
+    total = sum(histogram.values())
+    if total <= 0:
+        raise ValueError("the histogram has no weight")
+    mean = sum(w * step_us(model, b, chosen) for b, w in histogram.items()) / total
+    eager = sum(w * model.value("eager_us", b) for b, w in histogram.items()) / total
+    lo, hi = model.sizes[0], model.sizes[-1]
+    outside = any(not lo <= s <= hi for s in (*chosen, *histogram))
+    return Plan(chosen, model.memory(chosen), model.capture_ms(chosen), mean, eager, outside)
+
+
+def recommend(model: CostModel, histogram: Mapping[int, float], budget_bytes: float, max_sizes: int | None = None,
+              min_gain: float = 0.002) -> Plan:
+    """Greedy: add the batch size that saves the most expected time per added byte, while the set fits the budget,
+    until no size saves at least `min_gain` of the current mean time (or `max_sizes` are chosen).
+
+    Candidates are the histogram's batch sizes: a captured size that no batch has can be lowered to the largest
+    batch below it, which costs no more memory and pads less.
+    """
+    candidates = sorted(b for b, w in histogram.items() if w > 0)
+    if not candidates:
+        raise ValueError("the histogram has no weight")
+    chosen: list[int] = []
+    current = evaluate(model, histogram, chosen)
+    while max_sizes is None or len(chosen) < max_sizes:
+        best: tuple[float, Plan] | None = None
+        for c in candidates:
+            if c in chosen:
+                continue
+            trial = evaluate(model, histogram, [*chosen, c])
+            if trial.memory_bytes > budget_bytes:
+                continue
+            gain = current.mean_us - trial.mean_us
+            if gain < min_gain * current.mean_us:
+                continue
+            added = max(trial.memory_bytes - current.memory_bytes, 1.0)
+            score = gain / added
+            if best is None or score > best[0]:
+                best = (score, trial)
+        if best is None:
+            break
+        current = best[1]
+        chosen = list(current.sizes)
+    return current
+
+
+def model_of_report(report: Any) -> CostModel:
+    """The cost model of a bench sweep (a BenchReport): wall times, pool bytes, capture + instantiate time per
+    size, and the shared-pool measurement when the sweep made one."""
+    points = tuple(SizeCost(int(r.size), int(r.pool_bytes or 0), float((r.capture_ms or 0) + (r.instantiate_ms or 0)),
+                            r.eager.wall.median, r.replay.wall.median) for r in report.results if r.size is not None)
+    if not points:
+        raise ValueError("planning needs a sweep: run bench with --sizes")
+    extra = 1.0
+    if report.shared_pool is not None:
+        extra = shared_extra({p.size: p.pool_bytes for p in points}, report.shared_pool.pool_reserved)
+    return CostModel(points, extra)
+
+
+def compare_plans(model: CostModel, histogram: Mapping[int, float], budget_bytes: float,
+                  max_sizes: int | None = None) -> list[tuple[str, Plan]]:
+    """The recommended set next to vLLM's default list up to the histogram's largest batch and to every measured
+    size captured: (label, plan) rows for the table."""
+    top = max(histogram)
+    return [("recommended", recommend(model, histogram, budget_bytes, max_sizes)),
+            ("vLLM default", evaluate(model, histogram, vllm_sizes(top))),
+            ("every measured size", evaluate(model, histogram, model.sizes))]
+
+
+def vllm_sizes(max_size: int) -> list[int]:
+    """vLLM's default capture sizes up to max_size: 1, 2, 4, then every 8 below 256, then every 16 from 256
+    (vllm/config/vllm.py, set_cudagraph_sizes: [1, 2, 4] + range(8, 256, 8) + range(256, max + 1, 16))."""
+    sizes = [1, 2, 4] + list(range(8, 256, 8)) + list(range(256, max_size + 1, 16))
+    return [s for s in sizes if s <= max_size]
+
+
+def range_histogram(low: int, high: int) -> dict[int, float]:
+    """Every batch size from low to high, equally likely."""
+    if not 1 <= low <= high:
+        raise ValueError(f"a batch range needs 1 <= low <= high, got {low}:{high}")
+    return {b: 1.0 for b in range(low, high + 1)}
+
+
+def parse_histogram(data: object) -> dict[int, float]:
+    """A histogram from JSON: {"batch": count, ...} or a list of observed batch sizes."""
+    hist: dict[int, float] = {}
+    if isinstance(data, Mapping):
+        items = list(data.items())
+    elif isinstance(data, list):
+        items = [(b, 1) for b in data]
+    else:
+        raise ValueError("a histogram is a JSON object {\"batch\": count} or a list of batch sizes")
+    for b, w in items:
+        try:
+            size, weight = int(b), float(w)
+        except (TypeError, ValueError):
+            raise ValueError(f"not a batch size and a count: {b!r}: {w!r}") from None
+        if size < 1 or weight < 0 or not math.isfinite(weight):
+            raise ValueError(f"batch sizes must be >= 1 and counts >= 0, got {b!r}: {w!r}")
+        hist[size] = hist.get(size, 0.0) + weight
+    if sum(hist.values()) <= 0:
+        raise ValueError("the histogram has no weight")
+    return hist
+
+
+def parse_sizes(text: str) -> list[int]:
+    """`1,2,4,8`; `LOW:HIGH` for the powers of two from LOW to HIGH (HIGH included); `LOW:HIGH:STEP` for a range."""
+    sizes: list[int] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        if ":" not in part:
+            sizes.append(_whole(part))
+            continue
+        bits = [_whole(b) for b in part.split(":")]
+        if len(bits) not in (2, 3) or bits[0] < 1 or bits[1] < bits[0] or (len(bits) == 3 and bits[2] < 1):
+            raise ValueError(f"a size range is LOW:HIGH or LOW:HIGH:STEP with 1 <= LOW <= HIGH, got {part!r}")
+        if len(bits) == 3:
+            sizes += list(range(bits[0], bits[1] + 1, bits[2]))
+        else:
+            n = bits[0]
+            while n < bits[1]:
+                sizes.append(n)
+                n *= 2
+            sizes.append(bits[1])
+    if not sizes or any(s < 1 for s in sizes):
+        raise ValueError("sizes must be positive whole numbers")
+    return list(dict.fromkeys(sizes))
+
+
+def parse_bytes(text: str) -> int:
+    """`512MiB`, `2GiB`, `1.5G`, `300M`, or a plain number of bytes (binary units: K, M, G = 2**10, 2**20, 2**30)."""
+    t = text.strip().upper().removesuffix("B").removesuffix("I")
+    scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(t[-1:], 1) if t else 1
+    number = t[:-1] if scale > 1 else t
+    try:
+        value = float(number)
+    except ValueError:
+        raise ValueError(f"not a memory size: {text!r} (write e.g. 512MiB or 2GiB)") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"a memory size must be positive, got {text!r}")
+    return int(value * scale)
+
+
+def _whole(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"expected whole numbers, got {text!r}") from None
+
+
+__all__ = ["CostModel", "Plan", "SizeCost", "compare_plans", "evaluate", "model_of_report", "parse_bytes", "parse_histogram", "parse_sizes", "range_histogram", "recommend",
+           "shared_extra", "step_us", "vllm_sizes"]

@@ -1,0 +1,33 @@
+"""Profile steady replays of a captured graph with torch.profiler: each kernel of a replay is its own event with
+its GPU time (torch 2.11), which cgtool/graph/node_align.py matches to the graph's nodes."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import Any
+
+REPLAYS = 5  # profiled replays; the median per node is reported
+WARM = 2  # replays run first, unprofiled
+
+
+def profile_replays(graph: Any, replays: int = REPLAYS, warm: int = WARM) -> list[list[tuple[str, str, float]]]:
+    """(name, cat, µs) of each kernel, memcpy and memset of each profiled replay of `graph` (a CUDAGraph)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from cgtool.capture.kernel_split import replay_events
+
+    for _ in range(warm):
+        graph.replay()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(replays):
+            graph.replay()
+        torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory(prefix="cgtool-prof-") as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as fh:
+            return replay_events(json.load(fh))

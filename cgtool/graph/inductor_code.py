@@ -1,0 +1,98 @@
+"""The kernel launches of a module inductor generated (torch.compile), read as text: each launch in `call()` order
+with the FX nodes it was made from ("Topologically Sorted Source Nodes: [...]"), and the user's frames of an FX
+node's stack trace. With them a compiled graph's kernel nodes find their lines (docs/node-lines.md). Unverified on
+a GPU's Triton output so far: the tests use inductor's CPU output (the same comments and call() layout)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cgtool.graph.model import Graph
+from cgtool.graph.node_align import match
+
+EXTERN = "extern"  # the key of a library call (cuBLAS, cuDNN, ...): its kernel's name is not in the code
+_SOURCES = re.compile(r"#\s*Topologically Sorted Source Nodes:\s*\[([^\]]*)\](?:,\s*Original ATen:\s*\[([^\]]*)\])?")
+_DEFINE = re.compile(r"^(\w+)\s*=\s*async_compile\.\w+\(")  # triton('name', ...) on a GPU, cpp_pybinding(...) on CPU
+_RUN = re.compile(r"^\s*(\w+)\.run\(")
+_CALL = re.compile(r"^\s*(\w+)\(")
+_EXTERN = re.compile(r"^\s*extern_kernels\.(\w+)\(")
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+@dataclass(frozen=True)
+class Launch:
+    kernel: str  # the generated kernel's name, or "extern:<op>" for a library call
+    sources: tuple[str, ...] = ()  # FX node names
+    aten: tuple[str, ...] = ()  # the aten ops inductor lowered into it
+
+    @property
+    def key(self) -> str:
+        return EXTERN if self.kernel.startswith(EXTERN + ":") else self.kernel
+
+
+def launches(code: str) -> list[Launch]:
+    """The launches of `call()` in order; a generated kernel takes the source nodes written above its definition,
+    a library call those written above it."""
+    defined: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+    pending: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    out: list[Launch] = []
+    in_call = False
+    for line in code.splitlines():
+        m = _SOURCES.search(line)
+        if m:
+            pending = (_names(m.group(1)), _names(m.group(2) or ""))
+            continue
+        m = _DEFINE.match(line)
+        if m:
+            defined[m.group(1)] = pending
+            pending = ((), ())
+            continue
+        if re.match(r"^\s*def call\(", line):
+            in_call, pending = True, ((), ())
+            continue
+        if not in_call:
+            continue
+        m = _EXTERN.match(line)
+        if m:
+            out.append(Launch(f"{EXTERN}:{m.group(1)}", *pending))
+            pending = ((), ())
+            continue
+        m = _RUN.match(line) or _CALL.match(line)
+        if m and m.group(1) in defined:
+            sources, aten = defined[m.group(1)]
+            out.append(Launch(m.group(1), sources or pending[0], aten or pending[1]))
+            pending = ((), ())
+    return out
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(n.strip() for n in text.split(",") if n.strip())
+
+
+def stack_frames(stack_trace: str | None) -> list[tuple[str, int, str]]:
+    """(file, line, function) of each frame of an FX node's stack trace, outermost first."""
+    return [(m.group(1), int(m.group(2)), m.group(3)) for m in _FRAME.finditer(stack_trace or "")]
+
+
+def node_launches(graph: Graph, found: Sequence[Launch]) -> dict[int, Launch]:
+    """Kernel node id -> the launch that made it: generated kernels by name and order; a library call's kernels
+    (named in no code) by order between them, and a library kernel the call launched after its first (a split-K
+    reduction) takes the same launch."""
+    kernels = graph.kernels
+    generated = {x.kernel for x in found}
+    keys = [(n.mangled or n.name) if (n.mangled or n.name) in generated else EXTERN for n in kernels]
+    got = match(keys, [x.key for x in found])
+    out: dict[int, Launch] = {n.id: found[j] for n, j in zip(kernels, got) if j is not None}
+    # a library call's other kernels sit next to the one matched: the previous matched node's call, else the next's
+    for order in (kernels, kernels[::-1]):
+        near: Launch | None = None
+        for node, key in zip(order, keys if order is kernels else keys[::-1]):
+            if node.id in out:
+                near = out[node.id]
+            elif key == EXTERN and near is not None and near.key == EXTERN:
+                out[node.id] = near
+            else:
+                near = None
+    return out

@@ -1,0 +1,69 @@
+"""What a captured graph costs in GPU memory, from the caching allocator's own accounting (no torch here).
+
+A graph's private pool is the set of allocator segments whose `segment_pool_id` is the graph's pool id
+(`CUDAGraph.pool()`); `pool_from_segments` reads it from `torch.cuda.memory_snapshot()`'s segment dicts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+
+def pool_from_segments(segments: Iterable[dict[str, Any]], pool_id: tuple[int, int]) -> tuple[int, int]:
+    """(reserved, allocated) bytes of the segments of one private pool: what the pool holds from the driver,
+    and what the graph's live tensors in it use."""
+    want = tuple(int(x) for x in pool_id)
+    reserved = allocated = 0
+    for seg in segments:
+        if tuple(int(x) for x in seg.get("segment_pool_id", ()) or ()) != want:
+            continue
+        reserved += int(seg.get("total_size", 0))
+        allocated += int(seg.get("allocated_size", 0))
+    return reserved, allocated
+
+
+@dataclass(frozen=True)
+class GraphMemory:
+    """One graph's memory, in bytes. `pool_reserved` is what replay keeps held while the graph lives."""
+
+    pool_reserved: int  # segments of the graph's private pool (allocator snapshot)
+    pool_allocated: int  # of those, bytes in live tensors (the static output and tensors kept by the step)
+    static_input_bytes: int = 0  # the static input buffers cgtool keeps (outside the pool: made before capture)
+    static_output_bytes: int = 0  # the static output's tensors (inside the pool when the step made them)
+    capture_peak_bytes: int | None = None  # peak of allocated memory during capture, above what was allocated before
+
+    def to_json(self) -> dict[str, Any]:
+        return {"pool_reserved": self.pool_reserved, "pool_allocated": self.pool_allocated,
+                "static_input_bytes": self.static_input_bytes, "static_output_bytes": self.static_output_bytes,
+                "capture_peak_bytes": self.capture_peak_bytes}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> GraphMemory:
+        peak = d.get("capture_peak_bytes")
+        return cls(int(d["pool_reserved"]), int(d["pool_allocated"]), int(d.get("static_input_bytes", 0)),
+                   int(d.get("static_output_bytes", 0)), None if peak is None else int(peak))
+
+
+@dataclass(frozen=True)
+class SharedPool:
+    """Every size of a sweep captured again into one pool, largest first (as vLLM and SGLang do)."""
+
+    sizes: tuple[int, ...]  # in capture order
+    pool_reserved: int
+    pool_allocated: int
+    capture_ms: float  # all captures together
+    separate_reserved: int  # the sum of the sizes' own pools, for contrast
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sizes": list(self.sizes), "pool_reserved": self.pool_reserved, "pool_allocated": self.pool_allocated,
+                "capture_ms": self.capture_ms, "separate_reserved": self.separate_reserved}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> SharedPool:
+        return cls(tuple(int(s) for s in d["sizes"]), int(d["pool_reserved"]), int(d["pool_allocated"]),
+                   float(d["capture_ms"]), int(d["separate_reserved"]))
+
+
+__all__ = ["GraphMemory", "SharedPool", "pool_from_segments"]

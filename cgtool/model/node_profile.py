@@ -1,0 +1,189 @@
+"""Which line of the user's code each graph node came from, and its GPU time in replay (report.json `node_lines`,
+docs/node-lines.md): the records, their JSON, and the totals per line, per library line and per module."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cgtool.graph.model import Graph
+from cgtool.graph.node_align import TIMED_KINDS, ReplayTimes
+from cgtool.model.frame import Frame
+from cgtool.model.trace import OpRecord
+
+CAPTURE = "capture"  # NodeSource.how: the node count of the capturing graph around each traced op (exact)
+EAGER = "eager"  # matched to a profiled eager step's kernel, launched by a known op
+NOT_MAPPED = "not mapped"
+
+# Why a node has no line (NodeProfile.unmapped keys)
+OUTSIDE_OPS = "made outside any traced op (a CUDA call from Python, or the capture's own)"
+UNTRACED_OP = "made by an op the tracer did not record (no user frame)"
+NO_MATCH = "no eager kernel with the same name in order"
+
+GROUPS = ("line", "source", "module")  # NodeProfile.totals(by=...)
+
+
+@dataclass(frozen=True)
+class NodeSource:
+    """One node: the op that made it, the user's line (`frame`), the library line that issued the op (`lib`),
+    the innermost running module, how that was found, and its median GPU time in replay (None: not timed)."""
+
+    node: int
+    op: str = ""
+    frame: int = -1  # index into NodeProfile.frames
+    lib: int = -1
+    module: str = ""
+    how: str = NOT_MAPPED
+    us: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"node": self.node, "how": self.how}
+        for k in ("op", "module"):
+            if getattr(self, k):
+                d[k] = getattr(self, k)
+        for k in ("frame", "lib"):
+            if getattr(self, k) >= 0:
+                d[k] = getattr(self, k)
+        if self.us is not None:
+            d["us"] = round(self.us, 3)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> NodeSource:
+        return cls(int(d["node"]), d.get("op", ""), int(d.get("frame", -1)), int(d.get("lib", -1)),
+                   d.get("module", ""), d.get("how", NOT_MAPPED), d.get("us"))
+
+
+@dataclass(frozen=True)
+class LineTotal:
+    """One row of a summary: a line (frame index) or a module path, its nodes, kernels and replay GPU time."""
+
+    key: str  # "file:line" or the module path ("" for nodes outside every module)
+    frame: int  # index into NodeProfile.frames, -1 for a module row
+    nodes: int
+    kernels: int
+    us: float
+    share: float  # of NodeProfile.timed_us
+
+
+@dataclass
+class NodeProfile:
+    frames: list[Frame] = field(default_factory=list)
+    nodes: list[NodeSource] = field(default_factory=list)
+    unmapped: dict[str, int] = field(default_factory=dict)  # reason -> timed nodes without a line
+    replays: int = 0
+    replay_us: float = 0.0  # median busy GPU time of one replay (its events' durations summed)
+    unmatched_events: int = 0
+    kernels: int = 0  # kernel nodes of the graph
+    kernels_mapped: int = 0  # of them, with a user line
+
+    @property
+    def timed_us(self) -> float:
+        return sum(n.us for n in self.nodes if n.us is not None)
+
+    def totals(self, by: str = "line", kinds: dict[int, str] | None = None) -> list[LineTotal]:
+        """Time per user line (`line`), per issuing line, the library's where a library issued the op (`source`),
+        or per module (`module`), most time first. `kinds`: node id -> kind, to count kernels."""
+        if by not in GROUPS:
+            raise ValueError(f"totals by {by!r}: expected one of {', '.join(GROUPS)}")
+        acc: dict[tuple[str, int], list[float]] = {}
+        for n in self.nodes:
+            if by == "module":
+                key = (n.module, -1)
+            else:
+                f = n.lib if by == "source" and n.lib >= 0 else n.frame
+                if f < 0:
+                    continue
+                key = (self.where(f), f)
+            row = acc.setdefault(key, [0, 0, 0.0])
+            row[0] += 1
+            row[1] += 1 if kinds is None or kinds.get(n.node) == "kernel" else 0
+            row[2] += n.us or 0.0
+        total = self.timed_us or 1.0
+        rows = [LineTotal(k, f, int(r[0]), int(r[1]), r[2], r[2] / total) for (k, f), r in acc.items()]
+        return sorted(rows, key=lambda r: (-r.us, r.key))
+
+    def where(self, frame: int) -> str:
+        f = self.frames[frame]
+        return f"{f.file}:{f.line}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"frames": [f.to_json() for f in self.frames], "nodes": [n.to_json() for n in self.nodes],
+                "unmapped": dict(self.unmapped), "replays": self.replays, "replay_us": round(self.replay_us, 3),
+                "timed_us": round(self.timed_us, 3), "unmatched_events": self.unmatched_events,
+                "kernels": self.kernels, "kernels_mapped": self.kernels_mapped}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> NodeProfile:
+        return cls([Frame.from_json(f) for f in d.get("frames", ())], [NodeSource.from_json(n) for n in d.get("nodes", ())],
+                   dict(d.get("unmapped", {})), int(d.get("replays", 0)), float(d.get("replay_us", 0.0)),
+                   int(d.get("unmatched_events", 0)), int(d.get("kernels", 0)), int(d.get("kernels_mapped", 0)))
+
+
+# One row per aten op seen while capturing: (index of the traced op, op name, node count before, after, module path)
+CaptureRow = tuple[int, str, int, int, str]
+
+
+def rows_from_ops(ops: Sequence[OpRecord], nodes: int) -> list[CaptureRow]:
+    """Capture rows from the traced ops' `node` counts (the tracer reads the count before each op it records
+    while capturing): an op owns the nodes made until the next counted op; the last one, up to `nodes`."""
+    counted = [(i, op) for i, op in enumerate(ops) if op.node >= 0]
+    rows: list[CaptureRow] = []
+    for k, (i, op) in enumerate(counted):
+        end = counted[k + 1][1].node if k + 1 < len(counted) else nodes
+        rows.append((i, op.name, op.node, max(end, op.node), ""))
+    return rows
+
+
+def node_profile(graph: Graph, frames: Sequence[Frame], ops: Sequence[OpRecord], rows: Sequence[CaptureRow],
+                 times: ReplayTimes | None = None) -> NodeProfile:
+    """The profile of a graph cgtool captured itself: node i was made by the op whose row's node count went past
+    i (cuGraphGetNodes lists a graph's nodes in the order they were made); `frames` are the trace's."""
+    owner: dict[int, tuple[int, str, str]] = {}
+    for index, name, before, after, module in rows:
+        for i in range(max(before, 0), after):
+            owner.setdefault(i, (index, name, module))
+    used: dict[int, int] = {}
+    out_frames: list[Frame] = []
+
+    def local(f: int) -> int:
+        if f < 0 or f >= len(frames):
+            return -1
+        if f not in used:
+            used[f] = len(out_frames)
+            out_frames.append(frames[f])
+        return used[f]
+
+    profile = NodeProfile(frames=out_frames)
+    us = times.node_us if times is not None else {}
+    for node in graph.nodes:
+        if node.kind not in TIMED_KINDS:
+            continue
+        got = owner.get(node.id)
+        op = ops[got[0]] if got is not None and 0 <= got[0] < len(ops) else None
+        if op is not None and not _same_op(op.name, got[1]):
+            op = None  # the tracer did not record this op (the index is its previous one)
+        if got is None:
+            reason = OUTSIDE_OPS
+        elif op is None or op.frame < 0:
+            reason = UNTRACED_OP
+        else:
+            reason = ""
+        if reason:
+            profile.unmapped[reason] = profile.unmapped.get(reason, 0) + 1
+        frame = local(op.frame) if op is not None else -1
+        lib = local(op.lib) if op is not None else -1
+        profile.nodes.append(NodeSource(node.id, got[1] if got else "", frame, lib, got[2] if got else "",
+                                        CAPTURE if not reason else NOT_MAPPED, us.get(node.id)))
+    kernel_ids = {n.id for n in graph.nodes if n.kind == "kernel"}
+    profile.kernels = len(kernel_ids)
+    profile.kernels_mapped = sum(1 for n in profile.nodes if n.node in kernel_ids and n.frame >= 0)
+    if times is not None:
+        profile.replays, profile.replay_us, profile.unmatched_events = times.replays, times.replay_us, times.unmatched_events
+    return profile
+
+
+def _same_op(traced: str, seen: str) -> bool:
+    """The tracer's "aten.mm" is the dispatcher's "aten.mm.default" (an overload of the same packet)."""
+    return seen == traced or seen.startswith(traced + ".")

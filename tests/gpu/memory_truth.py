@@ -1,0 +1,129 @@
+"""Plain PyTorch, no cgtool: the truth for issue 21's memory figures. Prints one JSON line.
+
+  python3 tests/gpu/memory_truth.py pool SCRIPT        one graph as torch.cuda.graph makes it: its private pool
+  python3 tests/gpu/memory_truth.py compiled SCRIPT    a torch.compile step run to steady state: its private pools
+  python3 tests/gpu/memory_truth.py sizes SCRIPT HIST N,N,...   capture the sizes into one pool, largest first;
+      pool bytes, and eager and replay time (wall, back-to-back loop) per batch of the histogram (JSON file)
+
+A graph's private pool: memory_snapshot() segments whose segment_pool_id is the graph's pool()."""
+
+import importlib.util
+import json
+import sys
+import time
+
+import torch
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location("script_under_test", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def call(mod, state, inp):
+    args, kwargs = [], {}
+    for v in (state, inp):
+        if isinstance(v, dict):
+            kwargs.update(v)
+        elif isinstance(v, tuple):
+            args += list(v)
+        elif v is not None:
+            args.append(v)
+    return mod.step(*args, **kwargs)
+
+
+def make_inputs(mod, i, device, size=None):
+    if not hasattr(mod, "inputs"):
+        return None
+    return mod.inputs(i, device) if size is None else mod.inputs(i, device, size=size)
+
+
+def pool_of(pool_id):
+    reserved = allocated = 0
+    for seg in torch.cuda.memory_snapshot():
+        if tuple(seg.get("segment_pool_id", ())) == tuple(pool_id):
+            reserved += seg["total_size"]
+            allocated += seg["allocated_size"]
+    return reserved, allocated
+
+
+def capture(mod, state, device, size=None, pool=None):
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for i in range(3):
+            call(mod, state, make_inputs(mod, i, device, size))
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    static = make_inputs(mod, 3, device, size)
+    g = torch.cuda.CUDAGraph()
+    before = torch.cuda.memory_reserved()
+    with torch.cuda.graph(g, pool=pool, stream=stream):
+        out = call(mod, state, static)
+    torch.cuda.synchronize()
+    return g, static, out, torch.cuda.memory_reserved() - before
+
+
+def wall_us(fn, n=50):
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    loops = []
+    for _ in range(7):  # the median of 7 loops, as bench reports medians
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+        loops.append((time.perf_counter() - t0) / n * 1e6)
+    return sorted(loops)[len(loops) // 2]
+
+
+def main():
+    what, path = sys.argv[1], sys.argv[2]
+    mod = load(path)
+    device = torch.device("cuda")
+    state = mod.setup(device) if hasattr(mod, "setup") else None
+    if what == "pool":
+        g, _static, _out, delta = capture(mod, state, device)
+        reserved, allocated = pool_of(g.pool())
+        print(json.dumps({"pool_reserved": reserved, "pool_allocated": allocated, "reserved_delta": delta}))
+    elif what == "compiled":
+        for i in range(8):  # trees: warm up, record, then replay
+            call(mod, state, make_inputs(mod, i, device))
+        torch.cuda.synchronize()
+        reserved = allocated = 0
+        for seg in torch.cuda.memory_snapshot():
+            if tuple(seg.get("segment_pool_id", (0, 0))) != (0, 0):
+                reserved += seg["total_size"]
+                allocated += seg["allocated_size"]
+        print(json.dumps({"pool_reserved": reserved, "pool_allocated": allocated}))
+    elif what == "sizes":
+        with open(sys.argv[3]) as f:
+            hist = {int(b): float(w) for b, w in json.load(f).items()}
+        sizes = sorted((int(s) for s in sys.argv[4].split(",")), reverse=True)
+        handle = torch.cuda.graph_pool_handle()
+        graphs, t0 = {}, time.perf_counter()
+        for s in sizes:
+            graphs[s] = capture(mod, state, device, s, handle)
+        capture_s = time.perf_counter() - t0
+        reserved, allocated = pool_of(handle)
+        rows = []
+        for b in sorted(hist):
+            inp = make_inputs(mod, 9, device, b)
+            eager = wall_us(lambda: call(mod, state, inp))
+            c = next((s for s in sorted(sizes) if s >= b), None)
+            replay = wall_us(graphs[c][0].replay) if c is not None else eager
+            rows.append({"batch": b, "weight": hist[b], "captured": c, "eager_us": eager, "step_us": replay})
+        total = sum(r["weight"] for r in rows)
+        eager_mean = sum(r["weight"] * r["eager_us"] for r in rows) / total
+        mean = sum(r["weight"] * r["step_us"] for r in rows) / total
+        print(json.dumps({"sizes": sizes, "pool_reserved": reserved, "pool_allocated": allocated, "capture_s": capture_s,
+                          "rows": rows, "eager_mean_us": eager_mean, "mean_us": mean, "speedup": eager_mean / mean}))
+    else:
+        raise SystemExit(f"unknown mode {what!r}")
+
+
+if __name__ == "__main__":
+    main()
