@@ -58,6 +58,7 @@ def module_map(sample: str, cgtool, work) -> tuple[dict, str]:  # noqa: ANN001
         save_artifact("issue26-maps.txt", f"== capture samples/modules/{sample}.py --modules {SAMPLES[sample]} "
                                           f"exit {r.returncode}\n{r.stdout[-8000:]}\n{r.stderr[-3000:]}")
         _maps[sample] = (read_json(os.path.join(out, "report.json")) or {}).get("modules") or {}
+        save_artifact(f"issue26-map-{sample}.json", json.dumps(_maps[sample], indent=1))
     return _maps[sample], out
 
 
