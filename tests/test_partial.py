@@ -106,7 +106,7 @@ def test_verdict_names_every_option_with_its_measured_number():
 
     assert partial_verdict(_measured()) == ("whole step: fails at line 30 (`log.append(loss.item())`); piecewise: 2 "
                                             "graphs, 75% of kernels, 3.4× faster than eager; graphing "
-                                            "`model.encoder`: 2.1×")
+                                            "`model.encoder`: 2.1×, matches eager: recommended (modules-plan.py)")
 
 
 def test_verdict_says_when_piecewise_is_slower_or_not_possible():

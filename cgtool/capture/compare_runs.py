@@ -1,11 +1,13 @@
 """Two ways of running one step compared from identical starting state: the replay check's idea (capture/replay.py)
 for a step run in pieces or with some submodules graphed. State tensors and the CUDA RNG state are snapshotted
-before the first run and restored before the second; outputs and state are compared with tolerances by dtype."""
+before the first run and restored before the second, and so are the Python attributes of every object in setup's
+state (capture/host_state.py: a module's call counter, a cache's lists); outputs and state are compared with tolerances by dtype."""
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
+from cgtool.capture.host_state import restore_attributes, save_attributes
 from cgtool.capture.tensors import clone_tree, compare, restore, snapshot, state_tensors
 from cgtool.model.report import ReplayCheck
 from cgtool.script.contract import Args, ScriptRaised
@@ -18,9 +20,11 @@ def compare_runs(state: Args, eager: Callable[[], Any], other: Callable[[], Any]
 
     pairs = state_tensors((state.args, state.kwargs))
     start = snapshot(pairs)
+    attributes = save_attributes((state.args, state.kwargs))
     rng = torch.cuda.get_rng_state()
     eager_out = clone_tree(_on(stream, eager, "replay-check"))
     eager_state = snapshot(pairs)
+    restore_attributes(attributes)
     restore(pairs, start)
     torch.cuda.set_rng_state(rng)
     other_out = dict(clone_tree(_on(stream, other, "replay-check")))

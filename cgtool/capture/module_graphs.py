@@ -19,6 +19,28 @@ class Call:
     args: tuple[Any, ...]
     kwargs: dict[str, Any]
     grad: bool  # grad enabled and an output requires grad: the call needs a backward graph too
+    grad_enabled: bool = True  # torch.is_grad_enabled() at the call
+    inference: bool = False  # inside torch.inference_mode()
+    autocast: str | None = None  # the CUDA autocast dtype at the call ("bfloat16"), None without autocast
+
+
+def call_context(call: Call) -> Any:
+    """The grad mode and autocast state the call ran under, to capture it under the same (autocast without its
+    weight cache, which make_graphed_callables refuses)."""
+    import contextlib
+
+    import torch
+
+    stack = contextlib.ExitStack()
+    if call.inference:
+        stack.enter_context(torch.inference_mode())
+    else:
+        stack.enter_context(torch.set_grad_enabled(call.grad_enabled))
+    if call.autocast is not None:
+        stack.enter_context(torch.autocast("cuda", dtype=getattr(torch, call.autocast), cache_enabled=False))
+    else:
+        stack.enter_context(torch.autocast("cuda", enabled=False))
+    return stack
 
 
 @dataclass
@@ -28,6 +50,33 @@ class GraphedModule:
     training: bool
     kernels: int | None = None
     fallbacks: list[str] = field(default_factory=list)
+    path: str = ""
+
+
+def describe_call(call: Call) -> Any:
+    """The call as a CallSpec (model/partial.py): tensors by shape, dtype and layout, other values by repr."""
+    from cgtool.model.partial import CallSpec
+
+    return CallSpec(tuple(_node(a) for a in call.args), {str(k): _node(v) for k, v in call.kwargs.items()}, call.grad,
+                    call.grad_enabled, call.inference, call.autocast)
+
+
+def _node(value: Any) -> dict[str, Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        channels_last = value.dim() == 4 and not value.is_contiguous() and value.is_contiguous(
+            memory_format=torch.channels_last)
+        return {"tensor": [list(value.shape), str(value.dtype).replace("torch.", ""), bool(value.requires_grad),
+                           channels_last]}
+    if isinstance(value, (tuple, list)) and type(value) in (tuple, list):
+        return {"seq": type(value).__name__, "items": [_node(v) for v in value]}
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {"map": {k: _node(v) for k, v in value.items()}}
+    literal = value is None or isinstance(value, (bool, int, str)) or isinstance(value, float) and value == value \
+        and abs(value) != float("inf")
+    text = repr(value) if literal else f"<{type(value).__name__}>"
+    return {"value": text, "literal": literal}
 
 
 class _Slot:
@@ -100,7 +149,7 @@ def graph_module(module: Any, call: Call, stream: Any) -> GraphedModule:
             return original(*a, **k)
 
     bound = Bound()
-    with kept_graphs() as kept:
+    with kept_graphs() as kept, call_context(call):
         if call.grad:
             graphed = torch.cuda.make_graphed_callables(bound, static, num_warmup_iters=3,
                                                              allow_unused_input=True)
@@ -125,13 +174,13 @@ def _forward_graph(bound: Any, static: tuple[Any, ...], stream: Any) -> Any:
     import torch
 
     stream.wait_stream(torch.cuda.current_stream())
-    with torch.no_grad(), torch.cuda.stream(stream):
+    with torch.cuda.stream(stream):  # under the call's grad mode (no grad or inference) and autocast
         for _ in range(3):
             bound(*static)
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph(keep_graph=True)
-    with torch.no_grad(), torch.cuda.graph(graph, stream=stream):
+    with torch.cuda.graph(graph, stream=stream):
         out = bound(*static)
 
     def run(*ts: Any) -> Any:

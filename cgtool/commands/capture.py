@@ -67,8 +67,11 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     Partial capture (docs/partial.md), run in a second worker after the whole-step capture:
       --piecewise        the step under torch.compile(backend="cudagraphs"): split at its graph breaks,
                          each piece a CUDA graph; on CPU, the split points the analysis predicts
-      --modules DEPTH    which submodules graph on their own (make_graphed_callables semantics) and
-                         the speedup of graphing them; on CPU, which modules' ops carry error findings
+      --modules DEPTH    which submodules graph on their own (make_graphed_callables semantics, each
+                         under its call's autocast and grad mode), the largest set whose step matches
+                         eager (a module that makes it differ is named, with the likely cause), its
+                         speedup, and that set as code to paste (modules-plan.py); on CPU, which
+                         modules' ops carry error findings
 
     \b
     Without a GPU the script runs on CPU and the CPU analysis (what `cgtool lint` checks) is shown.

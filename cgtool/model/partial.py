@@ -23,6 +23,7 @@ FAILS = "fails"  # its capture failed on the GPU, or the CPU analysis finds erro
 CLEAN = "clean"  # CPU analysis: no error finding in its ops (capturable as far as the CPU can tell)
 NOT_CALLED = "not-called"  # the step never called it
 SKIPPED = "skipped"  # not tried (reason says why: a parent is graphed, inputs that are not tensors, ...)
+DIVERGES = "diverges"  # captured, but the step with it graphed differs from eager (reason: the likely cause)
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,32 @@ class Piecewise:
 
 
 @dataclass(frozen=True)
+class CallSpec:
+    """A module's call as it was graphed, for the plan a user pastes (render/plan.py): its arguments as a tree of
+    plain values, and the modes it ran under.
+
+    A node of `args` / `kwargs` is {"tensor": [shape, dtype, requires_grad, channels_last]}, {"value": repr,
+    "literal": bool} (literal: the repr is valid Python), {"seq": "tuple"|"list", "items": [node, ...]} or
+    {"map": {key: node}}."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    backward: bool  # graphed forward and backward (make_graphed_callables), else forward only
+    grad_enabled: bool = True
+    inference: bool = False
+    autocast: str | None = None  # "bfloat16": captured under torch.autocast("cuda", dtype, cache_enabled=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"args": list(self.args), "kwargs": self.kwargs, "backward": self.backward,
+                "grad_enabled": self.grad_enabled, "inference": self.inference, "autocast": self.autocast}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CallSpec:
+        return cls(tuple(d.get("args", [])), dict(d.get("kwargs", {})), bool(d.get("backward")),
+                   bool(d.get("grad_enabled", True)), bool(d.get("inference")), d.get("autocast"))
+
+
+@dataclass(frozen=True)
 class ModuleEntry:
     """One submodule of the step's model(s), to the depth asked for."""
 
@@ -128,16 +155,18 @@ class ModuleEntry:
     findings: tuple[Finding, ...] = ()  # the error findings among its ops (CPU analysis)
     training: bool = False  # graphed forward and backward (make_graphed_callables), else forward only
     kernels: int | None = None  # kernel nodes of its graph(s)
+    call: CallSpec | None = None  # the call it was graphed for (GRAPHED, DIVERGES)
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "type": self.type, "depth": self.depth, "status": self.status,
                 "reason": self.reason, "findings": [f.to_json() for f in self.findings], "training": self.training,
-                "kernels": self.kernels}
+                "kernels": self.kernels, "call": None if self.call is None else self.call.to_json()}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ModuleEntry:
         return cls(d["path"], d["type"], int(d["depth"]), d["status"], d.get("reason", ""),
-                   tuple(Finding.from_json(f) for f in d.get("findings", [])), bool(d.get("training")), d.get("kernels"))
+                   tuple(Finding.from_json(f) for f in d.get("findings", [])), bool(d.get("training")), d.get("kernels"),
+                   _opt(CallSpec, d.get("call")))
 
 
 @dataclass(frozen=True)
@@ -147,23 +176,28 @@ class ModuleMap:
     status: str  # MEASURED, CPU_ONLY, FAILED
     depth: int
     modules: tuple[ModuleEntry, ...] = ()
-    graphed: tuple[str, ...] = ()  # the paths graphed together for the timing and replay check
-    replay: ReplayCheck | None = None
+    graphed: tuple[str, ...] = ()  # the recommended set: graphed together for the timing and replay check
+    replay: ReplayCheck | None = None  # the step with `graphed` as graphs vs eager, from identical state
     timings: Timings | None = None  # eager_us: eager step; replay_us: the step with `graphed` as graphs
     error: ErrorRecord | None = None
     note: str = ""
+    tried: tuple[str, ...] = ()  # every module captured, when some were left out of `graphed` (DIVERGES)
+    tried_replay: ReplayCheck | None = None  # the step with all of `tried` graphed, which differed from eager
 
     def to_json(self) -> dict[str, Any]:
         return {"status": self.status, "depth": self.depth, "modules": [m.to_json() for m in self.modules],
                 "graphed": list(self.graphed), "replay": None if self.replay is None else self.replay.to_json(),
                 "timings": None if self.timings is None else self.timings.to_json(),
-                "error": None if self.error is None else self.error.to_json(), "note": self.note}
+                "error": None if self.error is None else self.error.to_json(), "note": self.note,
+                "tried": list(self.tried),
+                "tried_replay": None if self.tried_replay is None else self.tried_replay.to_json()}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ModuleMap:
         return cls(d["status"], int(d["depth"]), tuple(ModuleEntry.from_json(m) for m in d.get("modules", [])),
                    tuple(d.get("graphed", [])), _opt(ReplayCheck, d.get("replay")), _opt(Timings, d.get("timings")),
-                   _opt(ErrorRecord, d.get("error")), d.get("note", ""))
+                   _opt(ErrorRecord, d.get("error")), d.get("note", ""), tuple(d.get("tried", [])),
+                   _opt(ReplayCheck, d.get("tried_replay")))
 
 
 def _opt(cls: Any, d: dict[str, Any] | None) -> Any:

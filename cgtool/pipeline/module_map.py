@@ -23,6 +23,8 @@ class Watched:
     total: int = 0  # calls in every iteration watched
     last: Call | None = None  # the last call's arguments (kept only when asked)
     ranges: list[tuple[list[Any], int, int]] = field(default_factory=list)  # (tracer op list, start, end)
+    changed_inputs: set[str] = field(default_factory=set)  # its arguments it updated in place ("args[0]")
+    changed_attributes: set[str] = field(default_factory=set)  # its plain attributes a call changed ("calls")
 
     @property
     def container(self) -> bool:
@@ -78,7 +80,7 @@ class ModuleWatch:
     def __init__(self, keep_calls: bool = False) -> None:
         self.by_id: dict[int, Watched] = {}
         self.keep_calls = keep_calls
-        self._stack: list[tuple[Watched, Any, int]] = []
+        self._stack: list[tuple[Any, ...]] = []
         self._handles: list[Any] = []
         self._active = False
 
@@ -128,14 +130,19 @@ class ModuleWatch:
 
             grad = torch.is_grad_enabled() and (params or any(
                 isinstance(a, torch.Tensor) and a.requires_grad for a in tree_leaves((args, kwargs))))
-            w.last = Call(tuple(args), dict(kwargs or {}), grad)
+            w.last = Call(tuple(args), dict(kwargs or {}), grad, torch.is_grad_enabled(),
+                          torch.is_inference_mode_enabled(), _autocast_dtype())
         ops = _tracer_ops()
-        self._stack.append((w, ops, len(ops) if ops is not None else 0))
+        self._stack.append((w, ops, len(ops) if ops is not None else 0, _versions(args, kwargs),
+                            _plain_attributes(module)))
 
     def _post(self, module: Any, args: Any, out: Any) -> None:
         if not self._stack or self._stack[-1][0].module is not module:
             return
-        w, ops, start = self._stack.pop()
+        w, ops, start, versions, attributes = self._stack.pop()
+        w.changed_inputs.update(name for name, t, v in versions if t._version != v)
+        now = _plain_attributes(module)
+        w.changed_attributes.update(k for k, v in attributes.items() if now.get(k, v) != v)
         if self.keep_calls and w.last is not None and w.last.grad:
             import torch
             from torch.utils._pytree import tree_leaves
@@ -146,6 +153,37 @@ class ModuleWatch:
             w.last.grad = any(isinstance(o, torch.Tensor) and o.requires_grad for o in tree_leaves(out))
         if ops is not None:
             w.ranges.append((ops, start, len(ops)))
+
+
+def _autocast_dtype() -> str | None:
+    """The CUDA autocast dtype in force ("bfloat16"), None when autocast is off."""
+    import torch
+
+    try:
+        if torch.is_autocast_enabled("cuda"):
+            return str(torch.get_autocast_dtype("cuda")).replace("torch.", "")
+    except TypeError:  # an older torch: the CUDA-only spelling
+        if torch.is_autocast_enabled():
+            return str(torch.get_autocast_gpu_dtype()).replace("torch.", "")
+    return None
+
+
+def _versions(args: Any, kwargs: Any) -> list[tuple[str, Any, int]]:
+    """(where, tensor, version counter) of a call's tensor arguments: a version that moved during the call is an
+    in-place update of the caller's tensor, which a graphed callable does to its own static copy instead."""
+    import torch
+
+    found = [(f"args[{i}]", a) for i, a in enumerate(args)] + [(f"{k}=", v) for k, v in (kwargs or {}).items()]
+    out = []
+    for name, t in found:
+        if isinstance(t, torch.Tensor) and not t.is_inference():  # inference tensors keep no version counter
+            out.append((name, t, t._version))
+    return out
+
+
+def _plain_attributes(module: Any) -> dict[str, Any]:
+    """The module's own attributes that are plain numbers, strings or flags (a call counter, a step index)."""
+    return {k: v for k, v in vars(module).items() if isinstance(v, (int, float, str, bool)) and k != "training"}
 
 
 def _tracer_ops() -> list[Any] | None:

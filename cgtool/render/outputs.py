@@ -1,5 +1,6 @@
 """Write a capture's output folder, each file atomically (render/files.py): report.json, graph.dot,
-graph.driver.dot, graph.svg, graph-piece-N.dot per piece of a pieced step (--piecewise), and torch.compile's
+graph.driver.dot, graph.svg, graph-piece-N.dot per piece of a pieced step (--piecewise), modules-plan.py (the module
+map's recommended set as code to paste, --modules), and torch.compile's
 graphs (graph.dot, graph-2.dot, ... in the driver's DOT) for a compiled step."""
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
             report.skipped.append(f"graph.dot: {exc.message}")
     if report.piecewise is not None:
         _write_piece_dots(report, out_dir, written)
+    if report.modules is not None:
+        _write_plan(report, out_dir, written)
     report_path = os.path.join(out_dir, "report.json")
     report.outputs = {**written, "report.json": report_path}
     try:
@@ -90,6 +93,18 @@ def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str],
             written["graph.svg"] = svg_path
         except CgtoolError as exc:
             report.skipped.append(f"graph.svg: {exc.message}")
+
+
+def _write_plan(report: Report, out_dir: str, written: dict[str, str]) -> None:
+    """modules-plan.py: the module map's recommended set as code to paste (--modules, on a GPU)."""
+    from cgtool.render.plan import plan_code
+
+    code = plan_code(report.modules, os.path.basename(report.script))
+    if code:
+        try:
+            written["modules-plan.py"] = write_output(os.path.join(out_dir, "modules-plan.py"), code)
+        except CgtoolError as exc:
+            report.skipped.append(f"modules-plan.py: {exc.message}")
 
 
 def _write_piece_dots(report: Report, out_dir: str, written: dict[str, str]) -> None:

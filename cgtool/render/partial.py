@@ -7,8 +7,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from cgtool.model.partial import CPU_ONLY, GRAPHED, MEASURED, NOT_POSSIBLE, ModuleMap, Piecewise
+from cgtool.model.partial import CPU_ONLY, GRAPHED, MEASURED, NOT_POSSIBLE, ModuleEntry, ModuleMap, Piecewise
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, Report
+from cgtool.render.plan import plan_calls
 from cgtool.render.units import fmt_bytes, fmt_us
 
 
@@ -61,19 +62,44 @@ def render_modules(m: ModuleMap, out: Console) -> None:
     table = Table()
     for col in ("module", "type", "status", "why / graph"):
         table.add_column(col)
-    colours = {"graphed": "green", "clean": "green", "fails": "red", "skipped": "yellow", "not-called": "dim"}
+    colours = {"graphed": "green", "clean": "green", "fails": "red", "skipped": "yellow", "not-called": "dim",
+               "diverges": "red"}
     for e in m.modules:
         detail = e.reason
         if e.status == GRAPHED:
             detail = ("forward + backward" if e.training else "forward") + (
-                f", {e.kernels} kernels" if e.kernels is not None else "")
+                f", {e.kernels} kernels" if e.kernels is not None else "") + (
+                f", {_modes(e)}" if _modes(e) else "") + (f"; {e.reason}" if e.reason else "")
         table.add_row("  " * e.depth + escape(e.path), escape(e.type),
                       f"[{colours.get(e.status, 'white')}]{e.status}[/]", escape(detail))
     if m.modules:
         out.print(table)
-    _replay_and_time(m.replay, m.timings, out, "step with " + ", ".join(f"`{p}`" for p in m.graphed) + " graphed")
+    if m.tried_replay is not None:
+        left = [p for p in m.tried if p not in m.graphed]
+        _replay_and_time(m.tried_replay, None, out, "step with all " + str(len(m.tried)) + " graphed")
+        out.print(f"  left out, each differs from eager when graphed alone: {escape(', '.join(f'`{p}`' for p in left))}")
+    if m.graphed:
+        _replay_and_time(m.replay, m.timings, out, "step with " + ", ".join(f"`{p}`" for p in m.graphed) + " graphed")
     if m.note:
         out.print(f"  [dim]{escape(m.note)}[/]")
+    calls = plan_calls(m) if m.replay is not None and m.replay.status == "match" else []
+    if calls:
+        out.print("  [bold]plan[/] (paste after setup; modules-plan.py has it whole, with its helper `graph_module`):")
+        for line in calls:
+            out.print("    " + escape(line), highlight=False)
+
+
+def _modes(e: ModuleEntry) -> str:
+    """The modes the module was captured under, as its call ran: "bf16 autocast", "no grad"."""
+    c = e.call
+    if c is None:
+        return ""
+    parts = [f"{c.autocast} autocast"] if c.autocast else []
+    if c.inference:
+        parts.append("inference mode")
+    elif not c.grad_enabled:
+        parts.append("no grad")
+    return ", ".join(parts)
 
 
 def _replay_and_time(replay, timings, out: Console, what: str) -> None:  # noqa: ANN001 - report parts
@@ -128,7 +154,15 @@ def partial_verdict(report: Report) -> str:
             text += f" — but replay differs from eager (max abs error {m.replay.max_abs:.3g}): unsafe, not recommended"
         elif m.replay is not None and m.replay.status != "match":
             text += f" (replay {m.replay.status})"
+        elif m.replay is not None:
+            text += ", matches eager: recommended (modules-plan.py)"
+        left = [p for p in m.tried if p not in m.graphed]
+        if left:
+            text += f"; left out: {', '.join(f'`{p}`' for p in left[:3])} (differs from eager when graphed)"
         parts.append(text)
+    elif m is not None and m.tried:
+        parts.append(f"no module set recommended: {', '.join(f'`{p}`' for p in m.tried[:3])} differs from eager when "
+                     "graphed")
     elif m is not None and m.status == CPU_ONLY:
         clean = [e.path for e in m.modules if e.status == "clean"]
         parts.append(f"modules without error findings: {', '.join(f'`{c}`' for c in clean[:4])}" if clean

@@ -1,0 +1,55 @@
+"""The Python side of setup()'s state: every object and container reachable from it (modules, optimizers, user
+objects, their dicts and lists) with its contents, saved and put back in place, so two runs of a step compared from
+identical state also start from the same counters, flags and lists. Tensors' values are tensors.py's snapshot; here
+a tensor is kept as the same object."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Saved = list[tuple[Any, Any]]  # (the object or container, a shallow copy of its contents)
+
+
+def save_attributes(state: Any) -> Saved:
+    """A shallow copy of every reachable object's __dict__ and of every reachable dict, list and set. Restored in
+    place, so whatever holds a reference to one of them (a hook handle, an optimizer) sees the old contents."""
+    import torch
+
+    saved: Saved = []
+    seen: set[int] = set()
+    todo = [state]
+    while todo:
+        value = todo.pop()
+        if id(value) in seen or isinstance(value, (torch.Tensor, type, str, bytes, int, float, bool)) or value is None:
+            continue
+        seen.add(id(value))
+        if isinstance(value, dict):
+            saved.append((value, dict(value)))
+            todo.extend(value.values())
+        elif isinstance(value, (list, set)):
+            saved.append((value, list(value)))
+            todo.extend(value)
+        elif isinstance(value, tuple):
+            todo.extend(value)
+        else:
+            attrs = getattr(value, "__dict__", None)
+            if isinstance(attrs, dict) and type(value).__module__ != "builtins":
+                seen.add(id(attrs))
+                saved.append((attrs, dict(attrs)))
+                todo.extend(attrs.values())
+    return saved
+
+
+def restore_attributes(saved: Saved) -> None:
+    """Put every saved container's contents back, in place (entries added since are removed)."""
+    for obj, contents in saved:
+        if isinstance(obj, dict):
+            extra = [k for k in obj if k not in contents]
+            for k in extra:
+                del obj[k]
+            obj.update(contents)
+        elif isinstance(obj, list):
+            obj[:] = contents
+        else:
+            obj.clear()
+            obj.update(contents)
