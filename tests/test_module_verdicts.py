@@ -107,14 +107,37 @@ def test_the_module_that_differs_alone_is_named_and_left_out():
     assert [e.status for e in marked if e.path != "mixer"] == [GRAPHED] * 3
 
 
-def test_no_single_module_differing_keeps_the_set():
+def test_modules_that_differ_only_together_are_found_by_growing_the_set():
+    """Every module matches alone, but `b` and `d` together differ (say, one writes a buffer the other reads): the
+    set grows in the map's order, `d` is left out when added beside `b`, and the rest is the recommended set."""
+    from cgtool.pipeline.module_check import find_diverging
+
+    graphed = [_Graphed(p) for p in ("a", "b", "c", "d", "e")]
+    entries = [ModuleEntry(g.path, "M", 0, GRAPHED) for g in graphed]
+    checked = []
+
+    def check(chosen):
+        paths = [g.path for g in chosen]
+        checked.append(paths)
+        bad = {"b", "d"} <= set(paths)
+        return ReplayCheck("mismatch" if bad else "match", "x", (_diff("output", 0.2 if bad else 0.0),))
+
+    marked, chosen, replay = find_diverging(entries, graphed, check(graphed), check, [])
+    assert [g.path for g in chosen] == ["a", "b", "c", "e"] and replay.status == "match"
+    assert checked[6:] == [["a", "b"], ["a", "b", "c"], ["a", "b", "c", "d"], ["a", "b", "c", "e"]]
+    d = next(e for e in marked if e.path == "d")
+    assert d.status == DIVERGES and "together with `a`, `b`, `c` (alone it matches)" in d.reason
+    assert [e.status for e in marked if e.path != "d"] == [GRAPHED] * 4
+
+
+def test_no_smaller_set_matching_keeps_the_set():
     from cgtool.pipeline.module_check import find_diverging
 
     graphed = [_Graphed("a"), _Graphed("b")]
     entries = [ModuleEntry(g.path, "M", 0, GRAPHED) for g in graphed]
 
     def check(chosen):
-        return ReplayCheck("mismatch" if len(chosen) == 2 else "match", "x", (_diff("output", 0.1),))
+        return ReplayCheck("mismatch" if len(chosen) == 2 else "skipped", "x", (_diff("output", 0.1),))
 
     marked, chosen, replay = find_diverging(entries, graphed, check(graphed), check, [])
     assert marked == entries and chosen == graphed and replay is None
