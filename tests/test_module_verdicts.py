@@ -53,6 +53,28 @@ def test_attributes_of_setup_state_are_put_back_in_place():
     assert not model.head._forward_hooks
 
 
+def test_containers_nothing_changed_are_not_rewritten():
+    """Only what the run changed is written back: a dict whose contents are the saved ones is not touched (torch.compile
+    guards on a module's __dict__ would see a rewrite as a change and recompile the pieced step)."""
+
+    class Counting(dict):
+        writes = 0
+
+        def clear(self):
+            Counting.writes += 1
+            super().clear()
+
+        def update(self, *a, **k):
+            Counting.writes += 1
+            super().update(*a, **k)
+
+    same, changed = Counting(a=1, b=[2]), Counting(a=1)
+    saved = save_attributes(((), {"same": same, "changed": changed}))
+    changed["a"] = 3
+    restore_attributes(saved)
+    assert changed == {"a": 1} and same == {"a": 1, "b": [2]} and Counting.writes == 1
+
+
 def test_the_watch_sees_an_input_updated_in_place_and_a_host_counter():
     from cgtool.pipeline.module_map import ModuleWatch, find_modules
     from cgtool.script.contract import Args
