@@ -252,12 +252,32 @@ def test_cpu_map_of_the_router_counter_sample():
         "model.embed", "model.blocks.0", "model.blocks.1", "model.blocks.2", "model.blocks.3", "model.head"]
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only behaviour")
+def test_cpu_map_of_the_llama_sample_leaves_the_decoder_layers_to_try():
+    """llama_train.py: the guard's sync (a pre-hook on the first decoder layer) is inside `model` and `model.model`,
+    not inside the layer (the hook runs before the layer's call): the two fail, every part of them is tried."""
+    pytest.importorskip("transformers")
+    from cgtool.model.job import PARTIAL, Job
+    from cgtool.model.phase_log import PhaseLog
+    from cgtool.pipeline import run_job
+
+    job = Job(PARTIAL, os.path.join(SAMPLES, "llama_train.py"), "step", {"warmup": 2, "modules": 2})
+    mm = ModuleMap.from_json(run_job(job, PhaseLog())["modules"])
+    status = {e.path: e.status for e in mm.modules}
+    assert status["model"] == FAILS and status["model.model"] == FAILS
+    assert "line 21" in next(e.reason for e in mm.modules if e.path == "model.model")
+    assert [p for p, s in status.items() if s == "clean"] == [
+        "model.model.embed_tokens", *[f"model.model.layers.{i}" for i in range(4)], "model.model.norm",
+        "model.model.rotary_emb", "model.lm_head"]
+
+
 def test_lint_finds_what_the_module_samples_mark(run_cli):
-    """The samples' `# expect:` lines are what `cgtool lint` finds (the router's `nonzero`, the counter's host value)
-    and nothing else; the in-place sample has no finding (its difference shows only when a module is graphed)."""
+    """The samples' `# expect:` lines are what `cgtool lint` finds (the router's `nonzero`, the counter's host value,
+    the Llama step's guard and loss log) and nothing else; the in-place sample has no finding (its difference shows
+    only when a module is graphed)."""
     from expect_markers import markers
 
-    names = ["router_counter.py", "inplace_input.py"]
+    names = ["router_counter.py", "inplace_input.py", "llama_train.py"]
     r = run_cli("lint", *[os.path.join(SAMPLES, n) for n in names], "--format", "json", "-j", "2", "--timeout", "240",
                 timeout=300)
     assert r.stdout.strip(), r.stderr[-2000:]
