@@ -214,6 +214,21 @@ def test_the_plan_is_python_with_the_call_modes_shapes_and_layouts():
     assert "measured 3.00× faster" in code
 
 
+def test_plan_samples_a_padding_mask_as_all_true_and_grad_only_with_a_backward():
+    """A bool mask sampled as zeros would mask every token (SDPA then makes NaNs in the warmup); a forward-only
+    graph (transformers' rotary embedding: its input requires grad, its outputs do not) takes plain tensors."""
+    from cgtool.capture.module_graphs import Call, describe_call
+    from cgtool.render.plan import _graph_call
+
+    h = torch.randn(4, 64, 128, requires_grad=True)
+    layer = describe_call(Call((h,), {"attention_mask": torch.ones(4, 1, 64, 64, dtype=torch.bool)}, True))
+    rotary = describe_call(Call((h,), {"position_ids": torch.zeros(1, 64, dtype=torch.long)}, False))
+    line = _graph_call(ModuleEntry("model.model.layers.0", "L", 3, GRAPHED, call=layer), layer)[0]
+    assert 'torch.ones((4, 1, 64, 64), device="cuda", dtype=torch.bool)' in line and "requires_grad_()" in line
+    line = _graph_call(ModuleEntry("model.model.rotary_emb", "R", 2, GRAPHED, call=rotary), rotary)[0]
+    assert "requires_grad_" not in line and line.endswith("backward=False)")
+
+
 def test_the_map_names_the_left_out_module_and_prints_the_plan():
     from cgtool.render.partial import partial_verdict, render_modules
     from cgtool.model.report import CAPTURE_FAILED, Report
