@@ -52,6 +52,15 @@ def truth(sample: str, *args: str) -> dict:
     return json.loads(line[6:])
 
 
+def _arg(node: dict) -> str:
+    """A recorded argument (model/partial.py CallSpec node), short: `tensor[4, 1, 64, 64] bool`, `None`, `(…, …)`."""
+    if "tensor" in node:
+        return f"tensor{node['tensor'][0]} {node['tensor'][1]}"
+    if "seq" in node:
+        return "(" + ", ".join(_arg(n) for n in node["items"]) + ")"
+    return str(node.get("value", "…"))
+
+
 def module_map(sample: str, cgtool, work) -> tuple[dict, str]:  # noqa: ANN001
     out = os.path.join(work, "capture", "issue26_" + sample)
     if sample not in _maps:
@@ -99,8 +108,13 @@ def test_module_map_beside_plain_pytorch(sample, cgtool, work, measured):
             f"model.model.layers.{i}" for i in range(4)]
         assert set(parts) <= set(graphed), (graphed, status)
         layer = next(e for e in m["modules"] if e["path"] == "model.model.layers.0")
-        assert layer["call"]["backward"] and "attention_mask" in layer["call"]["kwargs"]  # graphed with its kwargs
-        assert "tensor" in layer["call"]["kwargs"]["attention_mask"]  # the padding mask: a graph input
+        kwargs = (layer.get("call") or {}).get("kwargs") or {}
+        _table(f"| {sample} | model.model.layers.0: {layer['status']} | "
+               f"{', '.join(f'{k}={_arg(v)}' for k, v in kwargs.items())} |",
+               "| sample | decoder layer | its keyword arguments as graphed (tensors: graph inputs; the rest fixed) |"
+               "\n|---|---|---|")
+        assert layer["call"]["backward"] and "attention_mask" in kwargs  # graphed forward and backward, with kwargs
+        assert "tensor" in kwargs["attention_mask"]  # the padding mask: a graph input
     if sample == "inplace_input":
         mixer = next(e for e in m["modules"] if e["path"] == "mixer")
         assert mixer["status"] == "diverges" and "in place" in mixer["reason"]
