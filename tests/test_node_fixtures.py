@@ -12,7 +12,7 @@ import os
 import pytest
 
 from cgtool.graph.model import Graph
-from cgtool.graph.node_align import eager_sources, event_key, node_key, replay_times, timed_nodes
+from cgtool.graph.node_align import eager_sources, event_key, match, node_key, replay_times, timed_nodes
 from cgtool.model.frame import Frame
 from cgtool.model.node_profile import node_profile, rows_from_ops
 from cgtool.model.trace import OpRecord
@@ -40,7 +40,8 @@ def test_replay_events_time_every_timed_node(path: str) -> None:
     t = replay_times(graph, replays_of(fx))
     assert t.replays >= 3
     assert t.unmatched_nodes == 0, f"{t.unmatched_nodes} of {len(timed_nodes(graph))} nodes matched no event"
-    assert abs(t.timed_us - t.replay_us) <= 0.10 * t.replay_us
+    # recorded: the nodes' medians summed to 99.7% (resnet18) .. 100.1% (llama) of a replay's busy GPU time
+    assert abs(t.timed_us - t.replay_us) <= 0.01 * t.replay_us
 
 
 @needs_fixtures
@@ -52,42 +53,80 @@ def test_capture_node_counts_give_most_kernels_a_line(path: str) -> None:
     graph = Graph.from_json(fx["graph"])
     frames = [Frame.from_json(f) for f in fx["trace"]["frames"]]
     ops = [OpRecord.from_json(o) for o in fx["trace"]["ops"]]
-    p = node_profile(graph, frames, ops, [tuple(r) for r in fx["capture_nodes"]], replay_times(graph, replays_of(fx)))
-    assert p.kernels and p.kernels_mapped / p.kernels >= 0.95, p.unmapped
-    top = p.totals("source")
-    assert top and top[0].us > 0
+    times = replay_times(graph, replays_of(fx))
+    for rows in ([tuple(r) for r in fx["capture_nodes"]], rows_from_ops(ops, len(graph.nodes))):  # recorder's, cgtool's
+        p = node_profile(graph, frames, ops, rows, times)
+        # recorded: every kernel node of the six traced graphs got a line (124/124 llama, 311/311 gpt2 training)
+        assert p.kernels and p.kernels_mapped == p.kernels, p.unmapped
+        top = p.totals("source")
+        assert top and top[0].us > 0 and abs(sum(r.us for r in top) - times.timed_us) < 1e-6
+
+
+@needs_fixtures
+def test_a_graph_that_replays_in_another_order_than_it_was_made_is_timed_node_by_node() -> None:
+    """samples/multistream.py: two branches on two streams; each recorded replay ran 13 or 14 of its 19 timed
+    nodes at another position than cuGraphGetNodes lists them. Each node still takes an event of its own kernel.
+    fx = load(os.path.join(HERE, "data", "nodes", "multistream.nodes.json.gz"))
+    graph = Graph.from_json(fx["graph"])
+    nodes = timed_nodes(graph)
+    keys = [node_key(n) for n in nodes]
+    replays = replays_of(fx)
+    moved = [sum(1 for a, (name, cat, _) in zip(keys, r) if a != event_key(name, cat)) for r in replays]
+    assert min(moved) >= 10, moved
+    t = replay_times(graph, replays)
+    assert t.unmatched_nodes == 0 and t.unmatched_events == 0
+    for r in replays:  # the k-th node of a kernel took the k-th event of that kernel in each replay
+        got = match(keys, [event_key(name, cat) for name, cat, _ in r])
+        assert sorted(j for j in got if j is not None) == list(range(len(r)))
+        assert all(keys[i] == event_key(*r[j][:2]) for i, j in enumerate(got) if j is not None)
+    # the lines: capture's node counts are exact whatever order the replay ran in
+    frames = [Frame.from_json(f) for f in fx["trace"]["frames"]]
+    ops = [OpRecord.from_json(o) for o in fx["trace"]["ops"]]
+    p = node_profile(graph, frames, ops, rows_from_ops(ops, len(graph.nodes)), t)
+    assert p.kernels_mapped == p.kernels == 15
+
+
+# What the alignment of a graph to one eager step's kernels matched on the recorded graphs (callB, H200, torch
+# 2.11): timed nodes matched, of all timed nodes. An eager step launches other kernels than its graph holds (llama:
+# 136 eager kernels for 124 nodes; gpt2 training: 291 for 311), so some nodes find no twin.
+EAGER_MATCHED = {"hf_llama_infer": 0.81, "hf_gpt2_train": 0.92}
 
 
 @needs_fixtures
 @params
 def test_eager_alignment_agrees_with_the_capture_truth(path: str) -> None:
+    """eager_sources (for graphs cgtool did not trace) against the capture's own op per node: matched nodes keep
+    the order of the ops that made them (the longest run in op order holds them all), and the op the profiler
+    saw launch the kernel is the capture's op or one it dispatched to (aten.conv2d -> aten::cudnn_convolution)."""
     fx = load(path)
     if "capture_nodes" not in fx or "eager" not in fx:
         pytest.skip("no capture truth or no eager profile")
     graph = Graph.from_json(fx["graph"])
-    truth: dict[int, str] = {}
-    for _, name, before, after, _module in fx["capture_nodes"]:
+    truth: dict[int, int] = {}
+    for row, (_, _name, before, after, _module) in enumerate(fx["capture_nodes"]):
         for i in range(max(before, 0), after):
-            truth.setdefault(i, name.rsplit(".", 1)[0] if name.count(".") > 1 else name)
-    eager_ops = fx["eager"]["ops"]
-    got = eager_sources(graph, [tuple(k) for k in fx["eager"]["kernels"]])
-    both = [n for n in got if n in truth]
-    agree = sum(1 for n in both if eager_ops[got[n]][0].replace("::", ".") == truth[n])
-    kernels = [n.id for n in graph.kernels]
-    assert len(both) >= 0.9 * len(kernels)
-    assert agree >= 0.9 * len(both)
+            truth.setdefault(i, row)
+    got = eager_sources(graph, [(k[0], k[1], k[3]) for k in fx["eager"]["kernels"]])
+    timed = timed_nodes(graph)
+    both = [n.id for n in timed if n.id in got and n.id in truth]
+    stem = os.path.basename(path).split(".")[0]
+    assert len(both) >= EAGER_MATCHED.get(stem, 0.99) * len(timed), (len(both), len(timed))
+    if fx["script"] == "samples/multistream.py":
+        return  # two streams: the eager GPU order interleaves the branches, op order does not hold
+    # in capture-op order, the eager kernel each node matched rises: the longest rising run held 58 of 59 (bert),
+    # 282 of 288 (gpt2 training: the same elementwise kernel in forward and backward pairs across), all elsewhere
+    order = [got[n] for n in sorted(both, key=lambda n: (truth[n], n))]
+    assert _longest_rising(order) >= 0.97 * len(order)
 
 
-@needs_fixtures
-def test_some_recorded_graph_replays_in_another_order_than_it_was_made() -> None:
-    differs = []
-    for path in FIXTURES:
-        fx = load(path)
-        graph = Graph.from_json(fx["graph"])
-        keys = [node_key(n) for n in timed_nodes(graph)]
-        if any([event_key(e[0], e[1]) for e in r] != keys for r in fx.get("replays", [])):
-            differs.append(os.path.basename(path))
-    assert differs
+def _longest_rising(xs: list[int]) -> int:
+    import bisect
+
+    tails: list[int] = []
+    for x in xs:
+        k = bisect.bisect_right(tails, x)
+        tails[k:k + 1] = [x]
+    return len(tails)
 
 
 @needs_fixtures
