@@ -125,14 +125,15 @@ class NodeProfile:
 CaptureRow = tuple[int, str, int, int, str]
 
 
-def rows_from_ops(ops: Sequence[OpRecord], nodes: int) -> list[CaptureRow]:
+def rows_from_ops(ops: Sequence[OpRecord], nodes: int, modules: Sequence[str] = ()) -> list[CaptureRow]:
     """Capture rows from the traced ops' `node` counts (the tracer reads the count before each op it records
-    while capturing): an op owns the nodes made until the next counted op; the last one, up to `nodes`."""
+    while capturing): an op owns the nodes made until the next counted op; the last one, up to `nodes`.
+    `modules`: the running module's path at each op (cgtool/trace/module_paths.py), when known."""
     counted = [(i, op) for i, op in enumerate(ops) if op.node >= 0]
     rows: list[CaptureRow] = []
     for k, (i, op) in enumerate(counted):
         end = counted[k + 1][1].node if k + 1 < len(counted) else nodes
-        rows.append((i, op.name, op.node, max(end, op.node), ""))
+        rows.append((i, op.name, op.node, max(end, op.node), modules[i] if i < len(modules) else ""))
     return rows
 
 
