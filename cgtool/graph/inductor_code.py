@@ -1,13 +1,15 @@
 """The kernel launches of a module inductor generated (torch.compile), read as text: each launch in `call()` order
 with the FX nodes it was made from ("Topologically Sorted Source Nodes: [...]"), and the user's frames of an FX
-node's stack trace. With them a compiled graph's kernel nodes find their lines (docs/node-lines.md). Unverified on
-a GPU's Triton output so far: the tests use inductor's CPU output (the same comments and call() layout)."""
+node's stack trace, from inductor's own line map of the module (PyCodeCache.linemaps: the line where each scheduled
+node's code starts, with its FX node's stack trace). With them a compiled graph's kernel nodes find their lines
+(docs/node-lines.md). Tested on inductor's CPU output and on the Triton output recorded on an H200."""
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cgtool.graph.model import Graph
 from cgtool.graph.node_align import match
@@ -26,20 +28,23 @@ class Launch:
     kernel: str  # the generated kernel's name, or "extern:<op>" for a library call
     sources: tuple[str, ...] = ()  # FX node names
     aten: tuple[str, ...] = ()  # the aten ops inductor lowered into it
+    line: int = 0  # 1-based line of the launch in the generated module
+    stack: str = ""  # the stack trace of the FX node inductor's line map gives this launch ("" when none)
 
     @property
     def key(self) -> str:
         return EXTERN if self.kernel.startswith(EXTERN + ":") else self.kernel
 
 
-def launches(code: str) -> list[Launch]:
+def launches(code: str, linemap: Sequence[Sequence[object]] | None = None) -> list[Launch]:
     """The launches of `call()` in order; a generated kernel takes the source nodes written above its definition,
-    a library call those written above it."""
+    a library call those written above it. `linemap`: inductor's ([start lines], [stack traces]) of the module
+    (PyCodeCache.linemaps[path]); see with_stacks."""
     defined: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
     pending: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     out: list[Launch] = []
     in_call = False
-    for line in code.splitlines():
+    for number, line in enumerate(code.splitlines(), 1):
         m = _SOURCES.search(line)
         if m:
             pending = (_names(m.group(1)), _names(m.group(2) or ""))
@@ -56,14 +61,38 @@ def launches(code: str) -> list[Launch]:
             continue
         m = _EXTERN.match(line)
         if m:
-            out.append(Launch(f"{EXTERN}:{m.group(1)}", *pending))
+            out.append(Launch(f"{EXTERN}:{m.group(1)}", *pending, line=number))
             pending = ((), ())
             continue
         m = _RUN.match(line) or _CALL.match(line)
         if m and m.group(1) in defined:
             sources, aten = defined[m.group(1)]
-            out.append(Launch(m.group(1), sources or pending[0], aten or pending[1]))
+            out.append(Launch(m.group(1), sources or pending[0], aten or pending[1], line=number))
             pending = ((), ())
+    return with_stacks(out, linemap) if linemap else out
+
+
+def with_stacks(found: Sequence[Launch], linemap: Sequence[Sequence[object]]) -> list[Launch]:
+    """Each launch with its FX node's stack trace from inductor's line map: the map has one entry per scheduled
+    node, at the line where that node's code starts, in the order the nodes were generated; a launch can come
+    after the next node's start (inductor writes an input's size assert where it is first used), so the k-th
+    launch takes the earliest entry not yet taken that starts at or before its line."""
+    if len(linemap) < 2:
+        return list(found)
+    starts = [int(x) for x in linemap[0]]  # type: ignore[call-overload]
+    traces = [str(t) if t else "" for t in linemap[1]]
+    order = sorted(range(len(starts)), key=lambda k: starts[k])
+    sorted_starts = [starts[k] for k in order]
+    taken: set[int] = set()
+    out = []
+    for x in found:
+        stack = ""
+        for k in order[:bisect_right(sorted_starts, x.line)]:
+            if k not in taken:
+                taken.add(k)
+                stack = traces[k]
+                break
+        out.append(replace(x, stack=stack))
     return out
 
 

@@ -13,6 +13,7 @@ from cgtool.model.frame import Frame
 from cgtool.model.trace import OpRecord
 
 CAPTURE = "capture"  # NodeSource.how: the node count of the capturing graph around each traced op (exact)
+INDUCTOR = "inductor"  # the launch in inductor's generated code, its FX node's stack from inductor's line map
 EAGER = "eager"  # matched to a profiled eager step's kernel, launched by a known op
 NOT_MAPPED = "not mapped"
 
@@ -20,6 +21,8 @@ NOT_MAPPED = "not mapped"
 OUTSIDE_OPS = "made outside any traced op (a CUDA call from Python, or the capture's own)"
 UNTRACED_OP = "made by an op the tracer did not record (no user frame)"
 NO_MATCH = "no eager kernel with the same name in order"
+NO_LAUNCH = "no launch of inductor's generated code matched it (code outside the compiled graphs)"
+NO_STACK = "inductor's line map kept no user frame for its FX node (torch.nn's own forward, e.g. nn.Sequential)"
 
 GROUPS = ("line", "source", "module")  # NodeProfile.totals(by=...)
 
@@ -177,14 +180,53 @@ def node_profile(graph: Graph, frames: Sequence[Frame], ops: Sequence[OpRecord],
         lib = local(op.lib) if op is not None else -1
         profile.nodes.append(NodeSource(node.id, got[1] if got else "", frame, lib, got[2] if got else "",
                                         CAPTURE if not reason else NOT_MAPPED, us.get(node.id)))
+    return _counted(profile, graph, times)
+
+
+def _same_op(traced: str, seen: str) -> bool:
+    """The tracer's "aten.mm" is the dispatcher's "aten.mm.default" (an overload of the same packet)."""
+    return seen == traced or seen.startswith(traced + ".")
+
+
+# What the compiled capture knows of one kernel node: (op text, the user's frame, the library frame); see
+# cgtool/pipeline/compiled_lines.py
+LaunchSource = tuple[str, Frame | None, Frame | None, str]
+
+
+def launch_profile(graph: Graph, found: dict[int, LaunchSource], times: ReplayTimes | None = None) -> NodeProfile:
+    """The profile of a graph of compiled code: each kernel node's launch in inductor's generated code (`found`:
+    node id -> op text such as "linear, gelu: aten.addmm, aten.gelu", user frame, library frame, module)."""
+    out_frames: list[Frame] = []
+    index: dict[Frame, int] = {}
+
+    def local(f: Frame | None) -> int:
+        if f is None:
+            return -1
+        if f not in index:
+            index[f] = len(out_frames)
+            out_frames.append(f)
+        return index[f]
+
+    profile = NodeProfile(frames=out_frames)
+    us = times.node_us if times is not None else {}
+    for node in graph.nodes:
+        if node.kind not in TIMED_KINDS:
+            continue
+        got = found.get(node.id)
+        reason = NO_LAUNCH if got is None else (NO_STACK if got[1] is None and node.kind == "kernel" else "")
+        if reason:
+            profile.unmapped[reason] = profile.unmapped.get(reason, 0) + 1
+        op, frame, lib, module = got if got is not None else ("", None, None, "")
+        profile.nodes.append(NodeSource(node.id, op, local(frame), local(lib), module,
+                                        INDUCTOR if frame is not None else NOT_MAPPED, us.get(node.id)))
+    return _counted(profile, graph, times)
+
+
+def _counted(profile: NodeProfile, graph: Graph, times: ReplayTimes | None) -> NodeProfile:
+    """Fill in the kernel counts and the replay totals."""
     kernel_ids = {n.id for n in graph.nodes if n.kind == "kernel"}
     profile.kernels = len(kernel_ids)
     profile.kernels_mapped = sum(1 for n in profile.nodes if n.node in kernel_ids and n.frame >= 0)
     if times is not None:
         profile.replays, profile.replay_us, profile.unmatched_events = times.replays, times.replay_us, times.unmatched_events
     return profile
-
-
-def _same_op(traced: str, seen: str) -> bool:
-    """The tracer's "aten.mm" is the dispatcher's "aten.mm.default" (an overload of the same packet)."""
-    return seen == traced or seen.startswith(traced + ".")
