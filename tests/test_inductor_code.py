@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from cgtool.graph.inductor_code import EXTERN, Launch, launches, node_launches, stack_frames
+from cgtool.graph.inductor_code import ATTENTION, EXTERN, Launch, launches, node_launches, stack_frames
 from cgtool.graph.model import Graph, GraphNode
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "inductor", "cpu_mlp.json")
@@ -102,3 +102,33 @@ def test_compiled_graph_nodes_get_the_lines_of_their_fx_nodes() -> None:
     assert p.nodes[0].op == "linear: aten.t, aten.addmm"
     assert [(r.key.rsplit("/", 1)[-1], r.nodes, r.us) for r in p.totals("line")] == [("blk.py:10", 2, 70.0),
                                                                                      ("blk.py:9", 2, 30.0)]
+
+
+def test_line_map_with_a_fallback_op_and_a_multi_output_pick() -> None:
+    """tests/data/inductor/cpu_attention_block.json: tests/gpu/scripts/compiled_block.py compiled by torch 2.13 on
+    the CPU. Attention stays an aten op (`buf5 = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu...`,
+    a launch of a library kernel) and its output is picked (`buf6 = buf5[0]`: a line-map entry, no launch).
+    Each of the 9 launches gets the stack of its own FX node (what the carets mark)."""
+    with open(os.path.join(os.path.dirname(DATA), "cpu_attention_block.json"), encoding="utf-8") as fh:
+        d = json.load(fh)
+    got = launches(d["code"], d["linemap"])
+    assert got[2].kernel == "extern:aten._scaled_dot_product_flash_attention_for_cpu" and got[2].key == ATTENTION
+    under = []
+    for x in got:
+        code_line, carets = x.stack.splitlines()[-2:]
+        under.append(code_line[carets.index("^"):])
+    expect = ["self.norm1(", "self.qkv(", "F.scaled_dot_product_attention(", "self.proj(", "self.norm2(",
+              "self.up(", "F.gelu(", "self.down(", "x + self.down("]  # the fused residual add + norm2: norm2's
+    assert len(got) == len(expect) and all(u.startswith(e) for u, e in zip(under, expect)), under
+    assert [stack_frames(x.stack)[-1][1] for x in got] == [20, 20, 21, 22, 23, 23, 23, 23, 23]
+
+    # as a GPU graph would hold them: the QKV GEMM split in two kernels (split-K), then the attention kernel
+    names = ["cpp_fused_native_layer_norm_0", "sm90_gemm", "splitKreduce_kernel",
+             "fmha_cutlassF_f32_aligned_64x64_rf_sm80", "sm90_gemm", "cpp_fused_add_native_layer_norm_view_1",
+             "sm90_gemm", "cpp_fused_gelu_view_2", "sm90_gemm", "cpp_fused_add_view_3"]
+    graph = Graph(tuple(GraphNode(i, "kernel", name=n, mangled=n) for i, n in enumerate(names)),
+                  tuple((i, i + 1) for i in range(len(names) - 1)))
+    by_node = node_launches(graph, got)
+    assert [stack_frames(by_node[i].stack)[-1][1] for i in range(len(names))] == [20, 20, 20, 21, 22, 23, 23, 23,
+                                                                                 23, 23]
+    assert by_node[3] is got[2] and by_node[4] is got[3]
