@@ -6,16 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 
-def generated_modules(after: int = 0) -> list[tuple[str, str, Any]]:
+def generated_modules() -> list[tuple[str, str, Any]]:
     """(path, code, linemap) of each generated module that has a `call()` (a compiled graph's wrapper; the
-    Triton kernels' own modules have none), in the order inductor loaded them, from the `after`-th module on.
+    Triton kernels' own modules have none), in the order inductor loaded them.
     linemap: PyCodeCache.linemaps[path], ([start lines], [stack traces]), or None."""
     try:
         from torch._inductor.codecache import PyCodeCache
     except ImportError:
         return []
+    mods = getattr(PyCodeCache, "modules", None)  # a list in load order (torch 2.11, 2.13)
+    if isinstance(mods, dict):
+        mods = list(mods.values())
+    elif not isinstance(mods, list):  # older: only the cache of modules by key
+        mods = list(getattr(PyCodeCache, "cache", {}).values())
     out = []
-    for mod in list(getattr(PyCodeCache, "modules", []))[after:]:
+    for mod in mods:
         path = getattr(mod, "__file__", None)
         if not path:
             continue
