@@ -169,3 +169,46 @@ def test_graph_dot_of_a_recorded_decoder_clusters_nodes_by_module(tmp_path) -> N
     (tmp_path / "graph.dot").write_text(src)
     back = read_graph_file(str(tmp_path / "graph.dot"))
     assert len(back.nodes) == len(graph.nodes) and set(back.edges) == set(graph.edges)
+
+
+@needs_fixtures
+def test_eager_lines_of_a_recorded_mlp() -> None:
+    """samples/mlp_inference.py recorded (60 kernels, one per node, the same order eager and replayed): each line's
+    eager GPU time is the sum of its eager kernels; with each op's CPU time given (the recording kept the op of
+    each kernel, not its CPU time), a line is launch-bound when its ops' CPU time passes that sum."""
+    from cgtool.model.node_profile import eager_lines
+
+    fx = load(os.path.join(HERE, "data", "nodes", "mlp_inference.nodes.json.gz"))
+    graph = Graph.from_json(fx["graph"])
+    frames = [Frame.from_json(f) for f in fx["trace"]["frames"]]
+    ops = [OpRecord.from_json(o) for o in fx["trace"]["ops"]]
+    p = node_profile(graph, frames, ops, rows_from_ops(ops, len(graph.nodes)), replay_times(graph, replays_of(fx)))
+    kernels = [(k[0], k[1], k[2], k[3]) for k in fx["eager"]["kernels"]]
+    n_ops = len(fx["eager"]["ops"])
+    assert eager_lines(p, graph, kernels, [0.0] * n_ops) == []  # no CPU time: nothing launch-bound
+    rows = eager_lines(p, graph, kernels, [1e6] * n_ops)
+    by_line = {r.frame: r for r in rows}
+    totals = {t.frame: t.us for t in p.totals("source")}
+    assert set(by_line) == set(totals)
+    assert abs(sum(r.gpu_us for r in rows) - sum(k[2] for k in kernels)) < 1e-6
+    assert all(abs(by_line[f].replay_us - us) < 1e-6 for f, us in totals.items())
+
+
+@needs_fixtures
+@params
+def test_launch_bound_lines_from_the_recorded_eager_step(path: str) -> None:
+    """With cgtool's own reading of the recorded eager step (kernel_split.eager_events: each kernel's outermost
+    op and the ops' CPU time; recorded since phase 2), each launch-bound line's CPU time passes its GPU time."""
+    from cgtool.model.node_profile import eager_lines
+
+    fx = load(path)
+    outer = fx.get("eager", {}).get("outer")
+    if outer is None or "capture_nodes" not in fx:
+        pytest.skip("recorded before eager_events, or compiled")
+    graph = Graph.from_json(fx["graph"])
+    frames = [Frame.from_json(f) for f in fx["trace"]["frames"]]
+    ops = [OpRecord.from_json(o) for o in fx["trace"]["ops"]]
+    p = node_profile(graph, frames, ops, rows_from_ops(ops, len(graph.nodes)), replay_times(graph, replays_of(fx)))
+    rows = eager_lines(p, graph, [tuple(k) for k in outer["kernels"]], outer["cpu_us"])
+    assert all(r.cpu_us > r.gpu_us and r.frame < len(p.frames) for r in rows)
+    assert sum(r.cpu_us for r in rows) <= sum(outer["cpu_us"]) + 1e-6

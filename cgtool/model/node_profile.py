@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cgtool.graph.model import Graph
-from cgtool.graph.node_align import TIMED_KINDS, ReplayTimes
+from cgtool.graph.node_align import TIMED_KINDS, ReplayTimes, event_key, match, node_key, timed_nodes
 from cgtool.model.frame import Frame
 from cgtool.model.trace import OpRecord
 
@@ -70,6 +70,25 @@ class LineTotal:
     share: float  # of NodeProfile.timed_us
 
 
+@dataclass(frozen=True)
+class EagerLine:
+    """A line whose eager time was mostly launch overhead: the CPU time of the aten ops that launched its kernels
+    in one profiled eager step passed their GPU time; `replay_us` is its nodes' GPU time in replay."""
+
+    frame: int  # index into NodeProfile.frames (the library's line where a library issued the op)
+    cpu_us: float
+    gpu_us: float
+    replay_us: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"frame": self.frame, "cpu_us": round(self.cpu_us, 3), "gpu_us": round(self.gpu_us, 3),
+                "replay_us": round(self.replay_us, 3)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> EagerLine:
+        return cls(int(d["frame"]), float(d["cpu_us"]), float(d["gpu_us"]), float(d["replay_us"]))
+
+
 @dataclass
 class NodeProfile:
     frames: list[Frame] = field(default_factory=list)
@@ -80,6 +99,7 @@ class NodeProfile:
     unmatched_events: int = 0
     kernels: int = 0  # kernel nodes of the graph
     kernels_mapped: int = 0  # of them, with a user line
+    eager: list[EagerLine] = field(default_factory=list)  # launch-bound lines, most CPU time over replay first
 
     @property
     def timed_us(self) -> float:
@@ -115,13 +135,15 @@ class NodeProfile:
         return {"frames": [f.to_json() for f in self.frames], "nodes": [n.to_json() for n in self.nodes],
                 "unmapped": dict(self.unmapped), "replays": self.replays, "replay_us": round(self.replay_us, 3),
                 "timed_us": round(self.timed_us, 3), "unmatched_events": self.unmatched_events,
-                "kernels": self.kernels, "kernels_mapped": self.kernels_mapped}
+                "kernels": self.kernels, "kernels_mapped": self.kernels_mapped,
+                "eager_lines": [e.to_json() for e in self.eager]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> NodeProfile:
         return cls([Frame.from_json(f) for f in d.get("frames", ())], [NodeSource.from_json(n) for n in d.get("nodes", ())],
                    dict(d.get("unmapped", {})), int(d.get("replays", 0)), float(d.get("replay_us", 0.0)),
-                   int(d.get("unmatched_events", 0)), int(d.get("kernels", 0)), int(d.get("kernels_mapped", 0)))
+                   int(d.get("unmatched_events", 0)), int(d.get("kernels", 0)), int(d.get("kernels_mapped", 0)),
+                   [EagerLine.from_json(e) for e in d.get("eager_lines", ())])
 
 
 # One row per aten op seen while capturing: (index of the traced op, op name, node count before, after, module path)
@@ -230,3 +252,36 @@ def _counted(profile: NodeProfile, graph: Graph, times: ReplayTimes | None) -> N
     if times is not None:
         profile.replays, profile.replay_us, profile.unmatched_events = times.replays, times.replay_us, times.unmatched_events
     return profile
+
+
+def eager_lines(profile: NodeProfile, graph: Graph, kernels: Sequence[tuple[str, str, float, int]],
+                op_cpu_us: Sequence[float]) -> list[EagerLine]:
+    """The lines (as the capture table groups them) whose eager CPU time passed their eager GPU time, from one
+    profiled eager step: `kernels` (name, cat, µs, index into `op_cpu_us` of the outermost op that launched it)
+    are matched to the graph's timed nodes by kernel identity and order (node_align.match); a line's CPU time is
+    that of the ops that launched its kernels (each op counted for the first line that has it)."""
+    nodes = timed_nodes(graph)
+    got = match([node_key(n) for n in nodes], [event_key(name, cat) for name, cat, _, _ in kernels])
+    source = {n.node: (n.lib if n.lib >= 0 else n.frame, n.us or 0.0) for n in profile.nodes}
+    rows: dict[int, list[float]] = {}
+    ops: dict[int, set[int]] = {}
+    claimed: set[int] = set()
+    for node, j in zip(nodes, got):
+        line, us = source.get(node.id, (-1, 0.0))
+        if line < 0:
+            continue
+        row = rows.setdefault(line, [0.0, 0.0, 0.0])
+        row[2] += us
+        if j is None:
+            continue
+        row[1] += float(kernels[j][2])
+        op = kernels[j][3]
+        if 0 <= op < len(op_cpu_us) and op not in claimed:
+            claimed.add(op)
+            ops.setdefault(line, set()).add(op)
+    out = []
+    for line, (_, gpu, replay) in rows.items():
+        cpu = sum(op_cpu_us[o] for o in ops.get(line, ()))
+        if cpu > gpu:
+            out.append(EagerLine(line, cpu, gpu, replay))
+    return sorted(out, key=lambda e: -(e.cpu_us - e.replay_us))

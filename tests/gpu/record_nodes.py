@@ -10,7 +10,9 @@ One gzipped JSON per script, DIR/<stem>.nodes.json.gz (schema "cgtool-node-fixtu
                  mode runs first and records it; -1 when not recording), op name, node count before, node count
                  after (cuGraphGetNodes count of the capturing graph), path of the innermost running module]
   eager          one profiled eager step: "ops" [[name, external id]], "kernels" [[name, cat, dur_us, op index
-                 or -1]] in GPU start order (op index: the innermost cpu_op whose launch call made it)
+                 or -1]] in GPU start order (op index: the innermost cpu_op whose launch call made it); "outer":
+                 cgtool's own reading of the same trace (kernel_split.eager_events): {"kernels": [[name, cat,
+                 dur_us, index of the outermost op or -1]], "cpu_us": [each outermost op's CPU µs]}
   replays        REPLAYS profiled replays, each [[name, cat, dur_us]] in GPU start order (kernel_split.replay_events)
   inductor       compiled scripts only: generated code's kernel lines and comments, dynamo FX nodes' stacks
   errors         what failed (the rest is still written)
@@ -297,7 +299,12 @@ def record(script_path: str, out_dir: str) -> int:
                 script.call_step(captured.state, captured.static_inputs)
 
         eager()
-        fx["eager"] = eager_kernels(profiled(eager, 1))
+        events = profiled(eager, 1)
+        fx["eager"] = eager_kernels(events)
+        from cgtool.capture.kernel_split import eager_events
+
+        rows, cpu_us = eager_events(events)
+        fx["eager"]["outer"] = {"kernels": [list(r) for r in rows], "cpu_us": cpu_us}
     except Exception:  # noqa: BLE001
         fx["errors"].append("eager: " + traceback.format_exc(limit=6))
     try:

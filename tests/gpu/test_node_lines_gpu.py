@@ -20,7 +20,7 @@ from gpu.runs import WORK, cgtool_run, read_json, save_artifact
 
 from cgtool.graph.node_align import TIMED_KINDS
 from cgtool.model.node_profile import NodeProfile
-from cgtool.render.node_lines import coverage_line, line_markdown
+from cgtool.render.node_lines import EAGER_TITLE, coverage_line, eager_markdown, line_markdown
 
 pytestmark = pytest.mark.gpu
 MODELS = {
@@ -57,6 +57,8 @@ def write_table(name: str, script: str, report: dict, lines: NodeProfile, plain:
             f"plain PyTorch: {plain['events_per_replay'][:1]} events per replay, {plain['busy_us']:.1f} µs busy GPU "
             f"per replay, {plain['event_us']:.1f} µs between CUDA events; {overhead}", "",
             line_markdown(lines, kinds, "source", 5), ""]
+    if lines.eager:
+        text += [f"{EAGER_TITLE}:", "", eager_markdown(lines, 5), ""]
     save_artifact("issue22-tables.md", "\n".join(text))
 
 
@@ -114,8 +116,11 @@ def test_nodes_have_lines_and_times(name: str, runs: dict) -> None:
     assert "replay GPU time by line" in report["_stdout"]  # the capture table the user sees
     if name == "compiled":
         check_compiled_lines(report, lines)
-    else:  # module paths from the forward hooks
+    else:  # module paths from the forward hooks; the profiled eager step ran (launch-bound lines, if any)
         assert any(n.module for n in lines.nodes), "no node has a module path"
+        assert "eager_lines" in report["node_lines"]
+        assert not any("eager versus replay" in s for s in report.get("skipped", [])), report["skipped"]
+        assert all(e.cpu_us > e.gpu_us for e in lines.eager)
 
 
 def check_compiled_lines(report: dict, lines: NodeProfile) -> None:
