@@ -67,7 +67,7 @@ OVERHEAD = ("decoder", "training")  # also captured with --no-node-lines, for th
 
 @pytest.fixture(scope="module")
 def runs() -> dict:
-    """name -> (plain PyTorch truth, report, report without node lines or None), run two at a time."""
+    """name -> (plain PyTorch truth, report, report without node lines or None), run three at a time."""
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(3) as pool:  # three at a time: kernel times of processes sharing a GPU stretch
