@@ -212,3 +212,30 @@ def test_launch_bound_lines_from_the_recorded_eager_step(path: str) -> None:
     rows = eager_lines(p, graph, [tuple(k) for k in outer["kernels"]], outer["cpu_us"])
     assert all(r.cpu_us > r.gpu_us and r.frame < len(p.frames) for r in rows)
     assert sum(r.cpu_us for r in rows) <= sum(outer["cpu_us"]) + 1e-6
+
+
+def test_recorded_compiled_block_nodes_get_their_fx_nodes_lines() -> None:
+    """tests/gpu/scripts/compiled_block.py recorded on a GPU (tests/gpu/record_nodes.py, `inductor.calls`: the
+    generated modules and inductor's line maps): every kernel node finds its launch and a line of the block; the
+    layer-norm kernels come from a norm line, the attention kernel from the attention line."""
+    from cgtool.graph.inductor_code import launches, node_launches, stack_frames
+
+    path = os.path.join(HERE, "data", "nodes", "compiled_block.nodes.json.gz")
+    if not os.path.exists(path):
+        pytest.skip("not recorded yet: run tests/gpu/record_nodes.py on a GPU")
+    fx = load(path)
+    graph = Graph.from_json(fx["graph"])
+    found = [x for c in fx["inductor"]["calls"] for x in launches(c["code"], c["linemap"])]
+    got = node_launches(graph, found)
+    assert sorted(got) == sorted(n.id for n in graph.kernels)
+    script = os.path.join(HERE, "gpu", "scripts", "compiled_block.py")
+    with open(script, encoding="utf-8") as fh:
+        text = fh.read().splitlines()
+    for node in graph.kernels:
+        frames = stack_frames(got[node.id].stack)
+        assert frames and frames[-1][0].endswith("compiled_block.py"), (node.name, script)
+        src = text[frames[-1][1] - 1]
+        if "layer_norm" in node.name:
+            assert "norm" in src, (node.name, src)
+        if any(k in (node.demangled or node.name) for k in ("fmha", "flash", "ttention")):
+            assert "scaled_dot_product_attention" in src, (node.name, src)

@@ -14,7 +14,9 @@ One gzipped JSON per script, DIR/<stem>.nodes.json.gz (schema "cgtool-node-fixtu
                  cgtool's own reading of the same trace (kernel_split.eager_events): {"kernels": [[name, cat,
                  dur_us, index of the outermost op or -1]], "cpu_us": [each outermost op's CPU µs]}
   replays        REPLAYS profiled replays, each [[name, cat, dur_us]] in GPU start order (kernel_split.replay_events)
-  inductor       compiled scripts only: generated code's kernel lines and comments, dynamo FX nodes' stacks
+  inductor       compiled scripts only: generated code's kernel lines and comments, dynamo FX nodes' stacks;
+                 "calls": each generated module with a call(): {"path", "code" (whole), "linemap" ([start lines],
+                 [stack traces]) as PyCodeCache.linemaps holds it}
   errors         what failed (the rest is still written)
 The run of one script never stops the others; each prints one line.
 """
@@ -35,7 +37,8 @@ from contextlib import contextmanager
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT = ["samples/mlp_inference.py", "samples/multistream.py", "tests/realworld/clean/hf_llama_infer.py",
            "tests/realworld/clean/hf_bert_padded_infer.py", "tests/realworld/clean/hf_gpt2_train.py",
-           "tests/realworld/clean/tv_resnet18_infer.py", "samples/compiled/no_cudagraphs.py"]
+           "tests/realworld/clean/tv_resnet18_infer.py", "samples/compiled/no_cudagraphs.py",
+           "tests/gpu/scripts/compiled_block.py"]
 WARMUP, REPLAYS = 3, 5
 KERNEL_CATS = ("kernel", "gpu_memcpy", "gpu_memset")  # as cgtool/capture/kernel_split.TIMED_CATS
 
@@ -219,6 +222,11 @@ def inductor_info(fx_rows: list) -> dict:
             keep = [ln for ln in lines if ln.lstrip().startswith("#") or "async_compile.triton(" in ln
                     or "def triton" in ln or ".run(" in ln or "extern_kernels." in ln or "def call(" in ln]
             info["modules"].append({"path": os.path.basename(path), "lines": keep[:6000]})
+        from cgtool.capture.inductor_modules import generated_modules
+
+        info["calls"] = [{"path": os.path.basename(p), "code": code,
+                          "linemap": [list(lm[0]), list(lm[1])] if lm and len(lm) == 2 else None}
+                         for p, code, lm in generated_modules()]
         linemaps = getattr(PyCodeCache, "linemaps", None)  # generated line -> original FX node stack, per module
         if isinstance(linemaps, dict):
             info["linemaps"] = {os.path.basename(str(k)): str(v)[:20000] for k, v in list(linemaps.items())[:20]}
