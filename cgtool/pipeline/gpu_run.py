@@ -79,7 +79,9 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
     if settings.get("node_lines", False) and work and graph is not None and analysis.tracer is not None:
         progress.phase("node-lines", "each node's line, and its GPU time over profiled replays")
-        report.node_lines = node_lines(captured, graph, analysis.tracer.trace, report, analysis.modules, script)
+        # a distributed rank skips the eager step: its collectives would wait on ranks that failed to run it
+        eager = script if "world_size" not in settings else None
+        report.node_lines = node_lines(captured, graph, analysis.tracer.trace, report, analysis.modules, eager)
     report.findings = judge(report.findings, CAPTURED, None, report.replay)
     report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))
     return captured
