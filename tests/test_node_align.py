@@ -75,3 +75,28 @@ def test_replay_events_group_kernels_by_their_graph_launch() -> None:
                              {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": 40, "args": {"correlation": 3}}]}
     assert replay_events(trace) == [[("a", "kernel", 2.5), ("b", "kernel", 2.5)],
                                     [("c", "kernel", 2.5), ("Memset (Device)", "gpu_memset", 2.5)]]
+
+
+def test_eager_events_name_the_outermost_op_that_launched_each_kernel() -> None:
+    from cgtool.capture.kernel_split import eager_events
+
+    def op(name: str, ts: float, dur: float, tid: int = 1) -> dict:
+        return {"ph": "X", "cat": "cpu_op", "name": name, "ts": ts, "dur": dur, "tid": tid}
+
+    def call(corr: int, ts: float, tid: int = 1) -> dict:
+        return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts, "dur": 1, "tid": tid,
+                "args": {"correlation": corr}}
+
+    def kernel(name: str, corr: int, ts: float) -> dict:
+        return {"ph": "X", "cat": "kernel", "name": name, "ts": ts, "dur": 2.0, "args": {"correlation": corr}}
+
+    trace = {"traceEvents": [
+        op("aten::linear", 0, 30), op("aten::addmm", 5, 20),  # linear holds addmm: one op, 30 µs
+        op("aten::relu", 40, 8), op("aten::clamp_min", 41, 6),
+        op("autograd::engine::evaluate_function: AddmmBackward0", 42, 10, tid=2),  # another thread
+        call(1, 10), call(2, 43), call(3, 45, tid=2), call(4, 60),
+        kernel("gemm", 1, 100), kernel("relu", 2, 110), kernel("gemm_bw", 3, 120), kernel("stray", 4, 130)]}
+    rows, cpu = eager_events(trace)
+    assert cpu == [30, 8, 10]
+    assert rows == [("gemm", "kernel", 2.0, 0), ("relu", "kernel", 2.0, 1), ("gemm_bw", "kernel", 2.0, 2),
+                    ("stray", "kernel", 2.0, -1)]

@@ -42,6 +42,21 @@ def test_capture_shows_the_top_lines() -> None:
     assert "replay GPU time by line" in out
     assert "lib/mlp.py:5" in out and "return self.fc(x)" in out and "86%" in out
     assert "3 of 4 kernel nodes mapped to a line" in out
+    assert "launch-bound" not in out  # no eager step profiled
+
+
+def test_capture_shows_the_launch_bound_lines_and_json_keeps_them() -> None:
+    from cgtool.model.node_profile import EagerLine
+
+    r = report()
+    r.node_lines.eager = [EagerLine(r.node_lines.nodes[0].lib, 48.0, 30.0, 29.5)]
+    buf = io.StringIO()
+    render_report(r, Console(file=buf, width=200, no_color=True))
+    out = buf.getvalue()
+    assert "launch-bound lines: eager CPU over eager GPU time" in out
+    assert "│ lib/mlp.py:5 │ return self.fc(x) │     48 µs │     30 µs │      30 µs │" in out
+    back = Report.from_json(json.loads(json.dumps(r.to_json())))
+    assert back.node_lines.eager == r.node_lines.eager
 
 
 def test_graph_dot_names_each_nodes_line_and_colours_by_time() -> None:

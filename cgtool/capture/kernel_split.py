@@ -149,3 +149,34 @@ def replay_events(trace: dict[str, Any] | list[dict[str, Any]]) -> list[list[tup
         if ks:
             out.append([(str(k.get("name", "?")), str(k.get("cat")), float(k.get("dur", 0))) for k in ks])
     return out
+
+
+def eager_events(trace: dict[str, Any] | list[dict[str, Any]]) -> tuple[list[tuple[str, str, float, int]], list[float]]:
+    """One eager step's kernel, memcpy and memset events in GPU start order as (name, cat, µs, op): `op` indexes the
+    second list, the CPU µs of each outermost aten op (a cpu_op on the launching thread whose span holds the
+    launch call and that no other op holds), -1 when no op holds the launch."""
+    events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
+    ops = sorted(((float(e.get("ts", 0)), float(e.get("ts", 0)) + float(e.get("dur", 0)), e.get("tid"))
+                  for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"), key=lambda o: (o[0], -o[1]))
+    outer: list[tuple[float, float, Any]] = []  # ops held by no other op on their thread
+    last: dict[Any, tuple[float, float, Any]] = {}  # thread -> its latest outermost op
+    for op in ops:
+        held = last.get(op[2])
+        if held is None or not (held[0] <= op[0] and op[1] <= held[1]):
+            outer.append(op)
+            last[op[2]] = op
+    calls = {}
+    for e in events:
+        if e.get("cat") in ("cuda_runtime", "cuda_driver"):
+            corr = _corr(e)
+            if corr is not None:
+                calls[corr] = (float(e.get("ts", 0)), e.get("tid"))
+    rows = []
+    for k in sorted((e for e in events if e.get("cat") in TIMED_CATS and e.get("ph") == "X"),
+                    key=lambda e: float(e.get("ts", 0))):
+        call = calls.get(_corr(k))
+        op = -1
+        if call is not None:
+            op = next((i for i, o in enumerate(outer) if o[2] == call[1] and o[0] <= call[0] <= o[1]), -1)
+        rows.append((str(k.get("name", "?")), str(k.get("cat")), float(k.get("dur", 0)), op))
+    return rows, [o[1] - o[0] for o in outer]

@@ -31,3 +31,27 @@ def profile_replays(graph: Any, replays: int = REPLAYS, warm: int = WARM) -> lis
         prof.export_chrome_trace(path)
         with open(path, encoding="utf-8") as fh:
             return replay_events(json.load(fh))
+
+
+def profile_eager_step(step: Any, stream: Any = None) -> tuple[list[tuple[str, str, float, int]], list[float]]:
+    """One eager step (`step()`, on `stream`) under torch.profiler after one unprofiled: its kernels with the
+    outermost aten op that launched each, and those ops' CPU µs (cgtool/capture/kernel_split.py eager_events)."""
+    import contextlib
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from cgtool.capture.kernel_split import eager_events
+
+    ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+    with ctx:
+        step()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            step()
+            torch.cuda.synchronize()
+    with tempfile.TemporaryDirectory(prefix="cgtool-prof-") as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as fh:
+            return eager_events(json.load(fh))

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cgtool.graph.model import Graph
-from cgtool.graph.node_align import TIMED_KINDS, ReplayTimes
+from cgtool.graph.node_align import TIMED_KINDS, ReplayTimes, event_key, match, node_key, timed_nodes
 from cgtool.model.frame import Frame
 from cgtool.model.trace import OpRecord
 
 CAPTURE = "capture"  # NodeSource.how: the node count of the capturing graph around each traced op (exact)
+INDUCTOR = "inductor"  # the launch in inductor's generated code, its FX node's stack from inductor's line map
 EAGER = "eager"  # matched to a profiled eager step's kernel, launched by a known op
 NOT_MAPPED = "not mapped"
 
@@ -20,6 +21,8 @@ NOT_MAPPED = "not mapped"
 OUTSIDE_OPS = "made outside any traced op (a CUDA call from Python, or the capture's own)"
 UNTRACED_OP = "made by an op the tracer did not record (no user frame)"
 NO_MATCH = "no eager kernel with the same name in order"
+NO_LAUNCH = "no launch of inductor's generated code matched it (code outside the compiled graphs)"
+NO_STACK = "inductor's line map kept no user frame for its FX node (torch.nn's own forward, e.g. nn.Sequential)"
 
 GROUPS = ("line", "source", "module")  # NodeProfile.totals(by=...)
 
@@ -67,6 +70,25 @@ class LineTotal:
     share: float  # of NodeProfile.timed_us
 
 
+@dataclass(frozen=True)
+class EagerLine:
+    """A line whose eager time was mostly launch overhead: the CPU time of the aten ops that launched its kernels
+    in one profiled eager step passed their GPU time; `replay_us` is its nodes' GPU time in replay."""
+
+    frame: int  # index into NodeProfile.frames (the library's line where a library issued the op)
+    cpu_us: float
+    gpu_us: float
+    replay_us: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"frame": self.frame, "cpu_us": round(self.cpu_us, 3), "gpu_us": round(self.gpu_us, 3),
+                "replay_us": round(self.replay_us, 3)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> EagerLine:
+        return cls(int(d["frame"]), float(d["cpu_us"]), float(d["gpu_us"]), float(d["replay_us"]))
+
+
 @dataclass
 class NodeProfile:
     frames: list[Frame] = field(default_factory=list)
@@ -77,6 +99,7 @@ class NodeProfile:
     unmatched_events: int = 0
     kernels: int = 0  # kernel nodes of the graph
     kernels_mapped: int = 0  # of them, with a user line
+    eager: list[EagerLine] = field(default_factory=list)  # launch-bound lines, most CPU time over replay first
 
     @property
     def timed_us(self) -> float:
@@ -112,27 +135,30 @@ class NodeProfile:
         return {"frames": [f.to_json() for f in self.frames], "nodes": [n.to_json() for n in self.nodes],
                 "unmapped": dict(self.unmapped), "replays": self.replays, "replay_us": round(self.replay_us, 3),
                 "timed_us": round(self.timed_us, 3), "unmatched_events": self.unmatched_events,
-                "kernels": self.kernels, "kernels_mapped": self.kernels_mapped}
+                "kernels": self.kernels, "kernels_mapped": self.kernels_mapped,
+                "eager_lines": [e.to_json() for e in self.eager]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> NodeProfile:
         return cls([Frame.from_json(f) for f in d.get("frames", ())], [NodeSource.from_json(n) for n in d.get("nodes", ())],
                    dict(d.get("unmapped", {})), int(d.get("replays", 0)), float(d.get("replay_us", 0.0)),
-                   int(d.get("unmatched_events", 0)), int(d.get("kernels", 0)), int(d.get("kernels_mapped", 0)))
+                   int(d.get("unmatched_events", 0)), int(d.get("kernels", 0)), int(d.get("kernels_mapped", 0)),
+                   [EagerLine.from_json(e) for e in d.get("eager_lines", ())])
 
 
 # One row per aten op seen while capturing: (index of the traced op, op name, node count before, after, module path)
 CaptureRow = tuple[int, str, int, int, str]
 
 
-def rows_from_ops(ops: Sequence[OpRecord], nodes: int) -> list[CaptureRow]:
+def rows_from_ops(ops: Sequence[OpRecord], nodes: int, modules: Sequence[str] = ()) -> list[CaptureRow]:
     """Capture rows from the traced ops' `node` counts (the tracer reads the count before each op it records
-    while capturing): an op owns the nodes made until the next counted op; the last one, up to `nodes`."""
+    while capturing): an op owns the nodes made until the next counted op; the last one, up to `nodes`.
+    `modules`: the running module's path at each op (cgtool/trace/module_paths.py), when known."""
     counted = [(i, op) for i, op in enumerate(ops) if op.node >= 0]
     rows: list[CaptureRow] = []
     for k, (i, op) in enumerate(counted):
         end = counted[k + 1][1].node if k + 1 < len(counted) else nodes
-        rows.append((i, op.name, op.node, max(end, op.node), ""))
+        rows.append((i, op.name, op.node, max(end, op.node), modules[i] if i < len(modules) else ""))
     return rows
 
 
@@ -176,6 +202,50 @@ def node_profile(graph: Graph, frames: Sequence[Frame], ops: Sequence[OpRecord],
         lib = local(op.lib) if op is not None else -1
         profile.nodes.append(NodeSource(node.id, got[1] if got else "", frame, lib, got[2] if got else "",
                                         CAPTURE if not reason else NOT_MAPPED, us.get(node.id)))
+    return _counted(profile, graph, times)
+
+
+def _same_op(traced: str, seen: str) -> bool:
+    """The tracer's "aten.mm" is the dispatcher's "aten.mm.default" (an overload of the same packet)."""
+    return seen == traced or seen.startswith(traced + ".")
+
+
+# What the compiled capture knows of one kernel node: (op text, the user's frame, the library frame); see
+# cgtool/pipeline/compiled_lines.py
+LaunchSource = tuple[str, Frame | None, Frame | None, str]
+
+
+def launch_profile(graph: Graph, found: dict[int, LaunchSource], times: ReplayTimes | None = None) -> NodeProfile:
+    """The profile of a graph of compiled code: each kernel node's launch in inductor's generated code (`found`:
+    node id -> op text such as "linear, gelu: aten.addmm, aten.gelu", user frame, library frame, module)."""
+    out_frames: list[Frame] = []
+    index: dict[Frame, int] = {}
+
+    def local(f: Frame | None) -> int:
+        if f is None:
+            return -1
+        if f not in index:
+            index[f] = len(out_frames)
+            out_frames.append(f)
+        return index[f]
+
+    profile = NodeProfile(frames=out_frames)
+    us = times.node_us if times is not None else {}
+    for node in graph.nodes:
+        if node.kind not in TIMED_KINDS:
+            continue
+        got = found.get(node.id)
+        reason = NO_LAUNCH if got is None else (NO_STACK if got[1] is None and node.kind == "kernel" else "")
+        if reason:
+            profile.unmapped[reason] = profile.unmapped.get(reason, 0) + 1
+        op, frame, lib, module = got if got is not None else ("", None, None, "")
+        profile.nodes.append(NodeSource(node.id, op, local(frame), local(lib), module,
+                                        INDUCTOR if frame is not None else NOT_MAPPED, us.get(node.id)))
+    return _counted(profile, graph, times)
+
+
+def _counted(profile: NodeProfile, graph: Graph, times: ReplayTimes | None) -> NodeProfile:
+    """Fill in the kernel counts and the replay totals."""
     kernel_ids = {n.id for n in graph.nodes if n.kind == "kernel"}
     profile.kernels = len(kernel_ids)
     profile.kernels_mapped = sum(1 for n in profile.nodes if n.node in kernel_ids and n.frame >= 0)
@@ -184,6 +254,34 @@ def node_profile(graph: Graph, frames: Sequence[Frame], ops: Sequence[OpRecord],
     return profile
 
 
-def _same_op(traced: str, seen: str) -> bool:
-    """The tracer's "aten.mm" is the dispatcher's "aten.mm.default" (an overload of the same packet)."""
-    return seen == traced or seen.startswith(traced + ".")
+def eager_lines(profile: NodeProfile, graph: Graph, kernels: Sequence[tuple[str, str, float, int]],
+                op_cpu_us: Sequence[float]) -> list[EagerLine]:
+    """The lines (as the capture table groups them) whose eager CPU time passed their eager GPU time, from one
+    profiled eager step: `kernels` (name, cat, µs, index into `op_cpu_us` of the outermost op that launched it)
+    are matched to the graph's timed nodes by kernel identity and order (node_align.match); a line's CPU time is
+    that of the ops that launched its kernels (each op counted for the first line that has it)."""
+    nodes = timed_nodes(graph)
+    got = match([node_key(n) for n in nodes], [event_key(name, cat) for name, cat, _, _ in kernels])
+    source = {n.node: (n.lib if n.lib >= 0 else n.frame, n.us or 0.0) for n in profile.nodes}
+    rows: dict[int, list[float]] = {}
+    ops: dict[int, set[int]] = {}
+    claimed: set[int] = set()
+    for node, j in zip(nodes, got):
+        line, us = source.get(node.id, (-1, 0.0))
+        if line < 0:
+            continue
+        row = rows.setdefault(line, [0.0, 0.0, 0.0])
+        row[2] += us
+        if j is None:
+            continue
+        row[1] += float(kernels[j][2])
+        op = kernels[j][3]
+        if 0 <= op < len(op_cpu_us) and op not in claimed:
+            claimed.add(op)
+            ops.setdefault(line, set()).add(op)
+    out = []
+    for line, (_, gpu, replay) in rows.items():
+        cpu = sum(op_cpu_us[o] for o in ops.get(line, ()))
+        if cpu > gpu:
+            out.append(EagerLine(line, cpu, gpu, replay))
+    return sorted(out, key=lambda e: -(e.cpu_us - e.replay_us))

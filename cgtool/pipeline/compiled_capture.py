@@ -26,7 +26,16 @@ def capture_compiled(script: Script, settings: dict[str, Any], report: Report, p
     untraced = dict(settings, checks=False)
     before = dynamo_graphs()
     try:
-        run_gpu_pipeline(script, untraced, report, progress, work_dir, state=state)
+        captured = run_gpu_pipeline(script, untraced, report, progress, work_dir, state=state)
+        if settings.get("node_lines", False) and captured is not None and report.graph is not None \
+                and report.graph.nodes:
+            from cgtool.pipeline.compiled_lines import compiled_node_lines
+
+            progress.phase("node-lines", "each node's launch in inductor's code, its line, its replay GPU time")
+            try:
+                report.node_lines = compiled_node_lines(captured, report.graph, report)
+            except Exception as exc:  # noqa: BLE001 - node lines are optional to the compiled run
+                report.skipped.append(f"lines of the compiled graph's nodes: {type(exc).__name__}: {exc}")
     finally:
         run.sites = list(watch.sites)
         run.breaks = breaks_from_records(watch.records)

@@ -13,12 +13,17 @@ from cgtool.model.frame import Frame
 class GpuAnalysis:
     def __init__(self, enabled: bool = True, node_counts: bool = True) -> None:
         self.tracer: Any = None
+        self.modules: Any = None  # ModulePaths: the running module at each op (node lines only)
         if enabled:
             from cgtool.trace.tracer import Tracer
 
             self.tracer = Tracer(sync_debug=True)
             if not node_counts:
                 self.tracer.node_count = None
+            else:
+                from cgtool.trace.module_paths import ModulePaths
+
+                self.modules = ModulePaths(self.tracer)
 
     @contextmanager
     def tracing(self) -> Iterator[None]:
@@ -30,7 +35,8 @@ class GpuAnalysis:
         from cgtool.trace.cuda_watch import watch_cuda_calls
 
         # dynamo would trace into the tracer's modes; compiled code found here goes to the compiled run instead
-        with dynamo_off(), self.tracer, watch_cuda_calls(self.tracer.stream_event):
+        hooks = self.modules.hooks() if self.modules is not None else nullcontext()
+        with dynamo_off(), self.tracer, watch_cuda_calls(self.tracer.stream_event), hooks:
             yield
 
     def iteration(self, index: int | str, inputs: Any = None) -> ContextManager[Any]:

@@ -79,15 +79,19 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
     if settings.get("node_lines", False) and work and graph is not None and analysis.tracer is not None:
         progress.phase("node-lines", "each node's line, and its GPU time over profiled replays")
-        report.node_lines = node_lines(captured, graph, analysis.tracer.trace, report)
+        # a distributed rank skips the eager step: its collectives would wait on ranks that failed to run it
+        eager = script if "world_size" not in settings else None
+        report.node_lines = node_lines(captured, graph, analysis.tracer.trace, report, analysis.modules, eager)
     report.findings = judge(report.findings, CAPTURED, None, report.replay)
     report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))
     return captured
 
 
-def node_lines(captured: Captured, graph: Any, trace: Any, report: Report) -> Any:
-    """Which line made each node (the tracer's node counts while capturing) and its median GPU time over profiled
-    replays; None, with the reason in report.skipped, when the replays cannot be profiled."""
+def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modules: Any = None,
+               script: Script | None = None) -> Any:
+    """Which line made each node (the tracer's node counts while capturing), in which module (`modules`:
+    ModulePaths), and its median GPU time over profiled replays; without times, the reason in report.skipped.
+    With `script`, one profiled eager step gives the lines whose eager time was mostly launch overhead."""
     import time
 
     from cgtool.capture.replay_profile import profile_replays
@@ -95,13 +99,26 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report) -> An
     from cgtool.model.node_profile import node_profile, rows_from_ops
 
     t0 = time.perf_counter()
-    ops = next((it.ops for it in reversed(trace.iterations) if it.phase == "capture"), [])
+    it = next((it for it in reversed(trace.iterations) if it.phase == "capture"), None)
+    ops = it.ops if it is not None else []
+    paths = modules.of_ops(it.index, len(ops)) if modules is not None and it is not None else []
     try:
         times = replay_times(graph, profile_replays(captured.graph))
     except Exception as exc:  # noqa: BLE001 - the profiler is optional to everything else
         report.skipped.append(f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")
         times = None
-    profile = node_profile(graph, trace.frames, ops, rows_from_ops(ops, len(graph.nodes)), times)
+    profile = node_profile(graph, trace.frames, ops, rows_from_ops(ops, len(graph.nodes), paths), times)
+    if script is not None and times is not None:
+        from cgtool.capture.replay_profile import profile_eager_step
+        from cgtool.model.node_profile import eager_lines
+
+        try:
+            kernels, cpu_us = profile_eager_step(lambda: script.call_step(captured.state, captured.static_inputs),
+                                                 captured.stream)
+            profile.eager = eager_lines(profile, graph, kernels, cpu_us)
+        except Exception as exc:  # noqa: BLE001 - the eager comparison is optional to everything else
+            report.skipped.append(f"eager versus replay per line: the profiled eager step failed "
+                                  f"({type(exc).__name__}: {exc})")
     report.settings["node_lines_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
     return profile
 

@@ -58,6 +58,10 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
             kinds = {n.id: n.kind for n in report.graph.nodes}
             out.print(line_table(report.node_lines, kinds))
             out.print(f"[dim]{escape(coverage_line(report.node_lines))}[/]")
+            if report.node_lines.eager:
+                from cgtool.render.node_lines import eager_table
+
+                out.print(eager_table(report.node_lines))
         if report.replay is not None:
             render_replay(report, out)
         if report.memory is not None:

@@ -88,8 +88,9 @@ class _NodeLines:
     """Per node: the line to print under it and its fill colour by replay GPU time (white to red, by the share of
     the slowest node's time)."""
 
-    def __init__(self, text: dict[int, str], fill: dict[int, str]) -> None:
+    def __init__(self, text: dict[int, str], fill: dict[int, str], module: dict[int, str] | None = None) -> None:
         self.text, self.fill = text, fill
+        self.module = module or {}  # node id -> the module path that made it (clusters, to MODULE_DEPTH parts)
 
     @classmethod
     def of(cls, profile: NodeProfile | None) -> _NodeLines | None:
@@ -98,15 +99,19 @@ class _NodeLines:
         from cgtool.render.node_lines import short_where
 
         top = max((n.us or 0.0 for n in profile.nodes), default=0.0) or 1.0
-        text, fill = {}, {}
+        text, fill, module = {}, {}, {}
         for n in profile.nodes:
+            if n.module:
+                module[n.node] = ".".join(n.module.split(".")[:MODULE_DEPTH])
             f = n.lib if n.lib >= 0 else n.frame
             where = short_where(profile.frames[f].file, profile.frames[f].line) if f >= 0 else "no line"
             text[n.node] = where + (f" · {fmt_us(n.us)}" if n.us is not None else "")
             if n.us is not None:
                 fill[n.node] = HEAT[min(len(HEAT) - 1, int(len(HEAT) * (n.us / top) ** 0.5))]
-        return cls(text, fill)
+        return cls(text, fill, module)
 
+
+MODULE_DEPTH = 4  # module clusters nest down to model.layers.3.self_attn, not deeper
 
 HEAT = ("#fff5f0", "#fee0d2", "#fcbba1", "#fc9272", "#fb6a4a", "#ef3b2c", "#cb181d")  # light to dark red
 
@@ -154,12 +159,35 @@ def _draw_nodes(dot: graphviz.Digraph, graph: Graph, repeats: list[Repeat], show
                 if n in shown:
                     _node(sub, graph.nodes[n], marks)
             target.subgraph(sub)
-        for n in ids:
-            if n not in fold_of:
+        loose = [n for n in ids if n not in fold_of]
+        if marks is not None and marks.module:
+            _module_clusters(target, graph, loose, marks, f"g{gid}")
+        else:
+            for n in loose:
                 _node(target, graph.nodes[n], marks)
         if gid:
             dot.subgraph(target)
     return by_graph
+
+
+def _module_clusters(target: graphviz.Digraph, graph: Graph, ids: list[int], marks: _NodeLines, tag: str) -> None:
+    """Nodes inside nested clusters by the module that made them (`layers` holds `layers.0`, which holds
+    `layers.0.self_attn`); nodes of no module stay outside."""
+    tree: dict[str, list[int]] = {}
+    for n in ids:
+        tree.setdefault(marks.module.get(n, ""), []).append(n)
+    paths = sorted({".".join(p.split(".")[:k]) for p in tree if p for k in range(1, p.count(".") + 2)})
+    clusters: dict[str, graphviz.Digraph] = {}
+    for p in paths:
+        clusters[p] = graphviz.Digraph(f"cluster_mod_{tag}_{len(clusters)}")
+        clusters[p].attr(label=p, style="rounded", color="#adb5bd", fontname="Helvetica", fontsize="9",
+                         fontcolor="#495057", labeljust="l", cg_module=p)
+    for p, members in tree.items():
+        for n in members:
+            _node(clusters[p] if p else target, graph.nodes[n], marks)
+    for p in sorted(paths, key=lambda q: -q.count(".")):  # innermost first, into its parent
+        parent = p.rsplit(".", 1)[0] if "." in p else ""
+        (clusters[parent] if parent else target).subgraph(clusters[p])
 
 
 def _node(dot: graphviz.Digraph, node: GraphNode, marks: _NodeLines | None = None) -> None:

@@ -67,3 +67,33 @@ def line_markdown(profile: NodeProfile, kinds: dict[int, str], by: str = "source
     for row in line_rows(profile, kinds, by, top):
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     return "\n".join(out)
+
+
+def eager_rows(profile: NodeProfile, top: int = TOP) -> list[tuple[str, str, str, str, str]]:
+    """(line, source, eager CPU, eager GPU, replay GPU) of the launch-bound lines (NodeProfile.eager)."""
+    rows = []
+    for e in profile.eager[:top]:
+        f = profile.frames[e.frame]
+        rows.append((short_where(f.file, f.line), f.source.strip(), fmt_us(e.cpu_us), fmt_us(e.gpu_us),
+                     fmt_us(e.replay_us)))
+    return rows
+
+
+EAGER_TITLE = "launch-bound lines: eager CPU over eager GPU time"
+EAGER_COLUMNS = ("line", "source", "eager CPU", "eager GPU", "replay GPU")
+
+
+def eager_table(profile: NodeProfile, top: int = TOP) -> Table:
+    table = Table(title=EAGER_TITLE, title_justify="left")
+    for i, name in enumerate(EAGER_COLUMNS):
+        table.add_column(name, justify="left" if i < 2 else "right")
+    for row in eager_rows(profile, top):
+        table.add_row(*(escape(c) for c in row))
+    return table
+
+
+def eager_markdown(profile: NodeProfile, top: int = 5) -> str:
+    out = ["| " + " | ".join(EAGER_COLUMNS) + " |", "| --- | --- | ---: | ---: | ---: |"]
+    for row in eager_rows(profile, top):
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
+    return "\n".join(out)

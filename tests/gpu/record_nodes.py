@@ -10,9 +10,13 @@ One gzipped JSON per script, DIR/<stem>.nodes.json.gz (schema "cgtool-node-fixtu
                  mode runs first and records it; -1 when not recording), op name, node count before, node count
                  after (cuGraphGetNodes count of the capturing graph), path of the innermost running module]
   eager          one profiled eager step: "ops" [[name, external id]], "kernels" [[name, cat, dur_us, op index
-                 or -1]] in GPU start order (op index: the innermost cpu_op whose launch call made it)
+                 or -1]] in GPU start order (op index: the innermost cpu_op whose launch call made it); "outer":
+                 cgtool's own reading of the same trace (kernel_split.eager_events): {"kernels": [[name, cat,
+                 dur_us, index of the outermost op or -1]], "cpu_us": [each outermost op's CPU µs]}
   replays        REPLAYS profiled replays, each [[name, cat, dur_us]] in GPU start order (kernel_split.replay_events)
-  inductor       compiled scripts only: generated code's kernel lines and comments, dynamo FX nodes' stacks
+  inductor       compiled scripts only: generated code's kernel lines and comments, dynamo FX nodes' stacks;
+                 "calls": each generated module with a call(): {"path", "code" (whole), "linemap" ([start lines],
+                 [stack traces]) as PyCodeCache.linemaps holds it}
   errors         what failed (the rest is still written)
 The run of one script never stops the others; each prints one line.
 """
@@ -33,7 +37,8 @@ from contextlib import contextmanager
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT = ["samples/mlp_inference.py", "samples/multistream.py", "tests/realworld/clean/hf_llama_infer.py",
            "tests/realworld/clean/hf_bert_padded_infer.py", "tests/realworld/clean/hf_gpt2_train.py",
-           "tests/realworld/clean/tv_resnet18_infer.py", "samples/compiled/no_cudagraphs.py"]
+           "tests/realworld/clean/tv_resnet18_infer.py", "samples/compiled/no_cudagraphs.py",
+           "tests/gpu/scripts/compiled_block.py"]
 WARMUP, REPLAYS = 3, 5
 KERNEL_CATS = ("kernel", "gpu_memcpy", "gpu_memset")  # as cgtool/capture/kernel_split.TIMED_CATS
 
@@ -217,6 +222,11 @@ def inductor_info(fx_rows: list) -> dict:
             keep = [ln for ln in lines if ln.lstrip().startswith("#") or "async_compile.triton(" in ln
                     or "def triton" in ln or ".run(" in ln or "extern_kernels." in ln or "def call(" in ln]
             info["modules"].append({"path": os.path.basename(path), "lines": keep[:6000]})
+        from cgtool.capture.inductor_modules import generated_modules
+
+        info["calls"] = [{"path": os.path.basename(p), "code": code,
+                          "linemap": [list(lm[0]), list(lm[1])] if lm and len(lm) == 2 else None}
+                         for p, code, lm in generated_modules()]
         linemaps = getattr(PyCodeCache, "linemaps", None)  # generated line -> original FX node stack, per module
         if isinstance(linemaps, dict):
             info["linemaps"] = {os.path.basename(str(k)): str(v)[:20000] for k, v in list(linemaps.items())[:20]}
@@ -297,7 +307,12 @@ def record(script_path: str, out_dir: str) -> int:
                 script.call_step(captured.state, captured.static_inputs)
 
         eager()
-        fx["eager"] = eager_kernels(profiled(eager, 1))
+        events = profiled(eager, 1)
+        fx["eager"] = eager_kernels(events)
+        from cgtool.capture.kernel_split import eager_events
+
+        rows, cpu_us = eager_events(events)
+        fx["eager"]["outer"] = {"kernels": [list(r) for r in rows], "cpu_us": cpu_us}
     except Exception:  # noqa: BLE001
         fx["errors"].append("eager: " + traceback.format_exc(limit=6))
     try:
