@@ -2,7 +2,8 @@
 hazards each (samples/hazards/multi/, tests/data/unseen_multi/) and the stream/event query sample: every
 `# expect:` marker found at its line on both paths, each GPU finding marked (confirmed / refuted / untested /
 not-reached), and a side-by-side table in $OUT/issue20-tables.md. Truth first: plain PyTorch shows that the
-reseed and the rebinding really make replay differ from eager, and that Event.query() fails a capture."""
+reseed and the rebinding really make replay differ from eager, and that Stream.query() and Event.query()
+fail a capture at the query."""
 
 import glob
 import json
@@ -66,8 +67,10 @@ def _write_table():
             fh.write("\n".join(lines))
 
 
-def _replay_vs_eager(step, make_state, x):
-    """(eager outputs of two iterations, replayed outputs of two iterations) from identical state."""
+def _replay_vs_eager(step, make_state, x, between=None):
+    """(eager outputs of three iterations, replayed outputs of three replays) from identical state, copied to
+    the host (`.cpu()`: no GPU allocation between replays). `between(state)` runs after capture, before the
+    first replay (an allocation that may reuse memory the step freed during capture)."""
     import torch
 
     outs = []
@@ -81,20 +84,22 @@ def _replay_vs_eager(step, make_state, x):
         torch.cuda.current_stream().wait_stream(side)
         state = make_state()
         if not replay:
-            outs.append([step(state, x).clone() for _ in range(2)])
+            outs.append([step(state, x).cpu() for _ in range(3)])
             continue
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             out = step(state, x)
+        if between is not None:
+            between(state)
         got = []
-        for _ in range(2):
+        for _ in range(3):
             g.replay()
-            got.append(out.clone())
+            got.append(out.cpu())
         outs.append(got)
     return outs
 
 
-def test_truth_reseed_and_rebind_make_replay_differ_from_eager():
+def test_truth_reseed_makes_replay_differ_from_eager():
     import torch
 
     x = torch.randn(64, 128, device="cuda")
@@ -104,25 +109,91 @@ def test_truth_reseed_and_rebind_make_replay_differ_from_eager():
         return torch.nn.functional.dropout(x, 0.5)
 
     eager, replay = _replay_vs_eager(reseed, lambda: None, x)
+    save_artifact("issue20-truth.txt", f"reseed: eager masks equal {torch.equal(eager[0], eager[1])}, replay masks "
+                  f"equal {torch.equal(replay[0], replay[1])}")
     assert torch.equal(eager[0], eager[1])  # eager: the same mask every iteration
     assert not torch.equal(replay[0], replay[1])  # replay: the generator moves on
+
+
+def test_truth_rebind_makes_replay_differ_from_eager():
+    """Replay reads the memory of the tensor that was the state at capture. Kept alive elsewhere, that tensor
+    never changes, so the average never moves; dropped by the step (the usual case) it is freed during capture
+    and replay reads whatever later reuses that memory (callB, H200: a clone after the first replay took it, so
+    the second replay read the first replay's output). Either way replay is not eager's running average."""
+    import torch
+
+    x = torch.randn(64, 128, device="cuda")
 
     def rebind(state, x):
         state["avg"] = 0.9 * state["avg"] + 0.1 * x.mean(0)
         return state["avg"]
 
-    eager, replay = _replay_vs_eager(rebind, lambda: {"avg": torch.zeros(128, device="cuda")}, x)
-    assert not torch.equal(eager[0], eager[1])  # eager: the average moves
-    assert torch.equal(replay[0], replay[1])  # replay: it reads the captured tensor, so it never moves
+    def kept():
+        z = torch.zeros(128, device="cuda")
+        return {"avg": z, "keep": z}
+
+    def dropped():
+        return {"avg": torch.zeros(128, device="cuda")}
+
+    reuse = []
+
+    def allocate(state):  # a same-size allocation after capture, as any later code makes
+        reuse.append(torch.full((128,), 7.0, device="cuda"))
+
+    lines = []
+    for name, make, between in (("kept", kept, None), ("dropped", dropped, None), ("dropped+alloc", dropped, allocate)):
+        eager, replay = _replay_vs_eager(rebind, make, x, between)
+        lines.append(f"rebind {name}: eager[:3]={[round(float(e[0]), 5) for e in eager]} "
+                     f"replay[:3]={[round(float(r[0]), 5) for r in replay]}")
+        assert not torch.equal(eager[0], eager[1])  # eager: the average moves
+        assert not torch.allclose(replay[2], eager[2])  # replay is not eager's running average
+        if name == "kept":
+            assert torch.equal(replay[0], replay[1]) and torch.equal(replay[1], replay[2])  # never moves
+    save_artifact("issue20-truth.txt", "\n".join(lines))
 
 
-def test_truth_event_query_fails_a_capture():
+_QUERY_PROBE = """import torch, traceback
+x = torch.ones(8, device="cuda")
+e = torch.cuda.Event()
+other = torch.cuda.Stream()
+s = torch.cuda.Stream()
+g = torch.cuda.CUDAGraph()
+{pre}
+try:
+    with torch.cuda.graph(g, stream=s):
+        y = x * 2
+        {query}  # the query
+        z = y + 1
+    print("CAPTURED")
+except Exception as exc:
+    lines = [fr.lineno for fr in traceback.extract_tb(exc.__traceback__) if fr.filename == __file__]
+    where = "at the query" if 11 in lines else f"at line {{lines[-1] if lines else '?'}} (not the query, line 11)"
+    print("FAILED", where, "|", type(exc).__name__, "|", str(exc).splitlines()[0])
+"""
+_QUERIES = {"Event.query() of an event recorded in the capture": ("", "e.record(); e.query()"),
+            "Event.query() of an event recorded before the capture": ("e.record(); torch.cuda.synchronize()",
+                                                                      "e.query()"),
+            "Stream.query() of the capturing stream": ("", "torch.cuda.current_stream().query()"),
+            "Stream.query() of another stream": ("", "other.query()")}
+
+
+def test_truth_queries_fail_a_capture_at_the_query(tmp_path):
+    """CG105's claim, in plain PyTorch: each query inside a capture fails it, at the query's line, with the
+    error of a capture. One process per case (a failed capture can poison the context)."""
     import subprocess
     import sys
 
-    code = ("import torch\nx=torch.ones(8,device='cuda')\ne=torch.cuda.Event()\ng=torch.cuda.CUDAGraph()\n"
-            "s=torch.cuda.Stream()\ntry:\n  with torch.cuda.graph(g, stream=s):\n    y=x*2\n    e.record()\n"
-            "    e.query()\n  print('CAPTURED')\nexcept Exception as exc:\n  print('FAILED', exc)\n")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    save_artifact("issue20-event-query-truth.txt", r.stdout + r.stderr[-3000:])
-    assert "FAILED" in r.stdout, r.stdout + r.stderr[-2000:]
+    procs = {}
+    for name, (pre, query) in _QUERIES.items():
+        path = tmp_path / f"q{len(procs)}.py"
+        path.write_text(_QUERY_PROBE.format(pre=pre, query=query))
+        assert path.read_text().splitlines()[10].strip().endswith("# the query")
+        procs[name] = subprocess.Popen([sys.executable, str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       text=True)
+    got = {name: p.communicate(timeout=180) for name, p in procs.items()}
+    rows = [f"| {name} | {out.strip().splitlines()[-1] if out.strip() else err.strip()[-300:]} |"
+            for name, (out, err) in got.items()]
+    save_artifact("issue20-event-query-truth.txt", "\n".join(["| query inside torch.cuda.graph | result |", "|---|---|", *rows]))
+    for name, (out, err) in got.items():
+        assert "FAILED at the query" in out, f"{name}: {out} {err[-1500:]}"
+        assert "capture" in out.split("|")[-1], f"{name}: {out}"  # a capture error, as CG105 says
