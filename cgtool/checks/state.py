@@ -38,5 +38,5 @@ def check_rebound_state(trace: Trace) -> list[Finding]:
             f"{what} rebound to a new tensor every iteration, after the step reads the old one: replay keeps "
             f"reading the memory of {there} at capture (and writes the ones made during capture), so the value "
             "does not carry over between replays as it does in eager; once nothing holds the old tensor its "
-            "memory is freed and replay reads whatever reuses it. Update in place")))
+            "memory is freed and replay reads whatever reuses it; update in place")))
     return out
