@@ -50,3 +50,47 @@ def test_a_worker_that_died_capturing_gets_the_whole_step_too():
     got = [(f.rule, f.line, f.evidence) for f in complete_report(job, report, timeout=300).findings]
     assert got == [("CG102", 23, "not-reached"), ("CG101", 24, "not-reached"), ("CG402", 25, "not-reached")], got
     assert "stopped at its first failure" in report.findings[0].message
+
+
+# ---- a failed capture that got past a line: refuted or untested there, not "not reached" --------------------
+
+def _failure(passed: tuple[str, ...]) -> ErrorRecord:
+    return ErrorRecord("capture", "RuntimeError", "operation failed due to a previous error during capture",
+                       (Frame("s.py", 20, "step", "torch.cuda.synchronize()"),), "cudaErrorStreamCaptureInvalidated",
+                       passed)
+
+
+def test_a_capture_that_got_past_a_sync_line_refutes_it():
+    from cgtool.checks.verdict import judge
+
+    found = [finding("CG101", ".item()", file="s.py", line=10), finding("CG402", "host value", file="s.py", line=12),
+             finding("CG104", "synchronize", file="s.py", line=20)]
+    got = {f.line: f for f in judge(found, CAPTURE_FAILED, _failure(("s.py:10", "s.py:12")), None)}
+    assert got[20].evidence == "confirmed"
+    assert got[10].evidence == "refuted" and got[10].severity == "info"
+    assert "ran this line without failing and failed later, at line 20" in got[10].message
+    assert got[12].evidence == "untested"  # a replay hazard: a failed capture never replays
+    # nothing at the failing line explains the failure: an earlier call may have invalidated the capture
+    alone = judge(found[:2], CAPTURE_FAILED, _failure(("s.py:10", "s.py:12")), None)
+    assert [f.evidence for f in alone] == ["untested", "untested"]
+    # no lines passed (the failure had no user frame, or an older report): nothing refuted
+    assert judge(found, CAPTURE_FAILED, _failure(()), None)[0].evidence == "untested"
+
+
+def test_the_whole_step_marks_lines_the_capture_got_past():
+    from cgtool.checks.verdict import complete_with_whole_step
+
+    gpu = [finding("CG104", "synchronize", file="s.py", line=20, evidence=CONFIRMED)]
+    cpu = [finding("CG101", ".item()", file="s.py", line=10), finding("CG406", "rebound", file="s.py", line=12),
+           finding("CG104", "synchronize", file="s.py", line=20), finding("CG101", ".item()", file="s.py", line=30)]
+    got = {f.line: f for f in complete_with_whole_step(gpu, cpu, _failure(("s.py:10", "s.py:12")))}
+    assert [(n, f.evidence) for n, f in sorted(got.items())] == [
+        (10, "refuted"), (12, "untested"), (20, "confirmed"), (30, "not-reached")]
+    assert "not tested: the real capture ran this line and failed later, at line 20" in got[12].message
+    assert "not reached: the real capture stopped at line 20" in got[30].message
+
+
+def test_an_error_record_keeps_the_lines_passed():
+    rec = _failure(("s.py:10",))
+    assert ErrorRecord.from_json(rec.to_json()) == rec
+    assert "passed" not in _failure(()).to_json()
