@@ -94,3 +94,36 @@ def test_an_error_record_keeps_the_lines_passed():
     rec = _failure(("s.py:10",))
     assert ErrorRecord.from_json(rec.to_json()) == rec
     assert "passed" not in _failure(()).to_json()
+
+
+def test_a_world_of_one_gets_the_whole_step_as_a_world_of_one():
+    """A script written for ranks (plain lint or capture: one rank): its CPU analysis runs as one rank too."""
+    script = os.path.join(ROOT, "tests", "data", "unseen_multi", "ranks_allreduce.py")
+    at = Frame(script, 26, "step", "positive = y[y > 0]  # expect: CG102")
+    report = Report(script=script, entry="step", status=CAPTURE_FAILED, device="cuda")
+    report.errors.append(ErrorRecord("capture", "RuntimeError", "rank 0: operation not permitted when stream is "
+                                     "capturing", (at,), "cudaErrorStreamCaptureUnsupported", (f"{script}:24",)))
+    report.findings.append(finding("CG102", "boolean-mask indexing", file=script, line=26, evidence=CONFIRMED))
+    job = Job(CAPTURE, script, "step", {"warmup": 3, "timing": False, "checks": True})
+    got = [(f.rule, f.line, f.evidence) for f in complete_report(job, report, 300, world_of_one=True).findings]
+    assert got == [("CG102", 26, "confirmed"), ("CG402", 28, "not-reached"), ("CG101", 29, "not-reached")], got
+
+
+def test_a_step_calling_compiled_code_captured_by_cgtool_gets_the_whole_step():
+    """torch.compile without CUDA graphs: cgtool captures the compiled code untraced, so its GPU findings are only
+    the failure; the CPU analysis (compiled code run eagerly under the tracer) names every line."""
+    from cgtool.model.compiled import CompiledRun
+
+    script = os.path.join(ROOT, "tests", "data", "unseen_multi", "compiled_head.py")
+    at = Frame(script, 26, "step", "bias = torch.tensor([0.01 * calls[0]], device=x.device)  # expect: CG402")
+    report = Report(script=script, entry="step", status=CAPTURE_FAILED, device="cuda")
+    report.errors.append(ErrorRecord("capture", "RuntimeError", "Cannot copy between CPU and CUDA tensors during "
+                                     "CUDA graph capture unless the CPU tensor is pinned", (at,)))
+    report.findings.append(finding("CG501", "capture failed", file=script, line=26))
+    report.compiled = CompiledRun(mode="inductor: captured by cgtool, untraced", captured_by="cgtool")
+    job = Job(CAPTURE, script, "step", {"warmup": 3, "timing": False, "checks": True})
+    assert needs_whole_step(job, report)
+    got = [(f.rule, f.line, f.evidence) for f in complete_report(job, report, 300).findings]
+    assert got == [("CG402", 26, "confirmed"), ("CG102", 27, "not-reached"), ("CG101", 28, "not-reached")], got
+    report.compiled = CompiledRun(mode="reduce-overhead")  # torch.compile's own CUDA graphs: nothing to add
+    assert not needs_whole_step(job, report)
