@@ -3,7 +3,8 @@ hazards each (samples/hazards/multi/, tests/data/unseen_multi/) and the stream/e
 `# expect:` marker found at its line on both paths, each GPU finding marked (confirmed / refuted / untested /
 not-reached), and a side-by-side table in $OUT/issue20-tables.md. Truth first: plain PyTorch shows that the
 reseed and the rebinding really make replay differ from eager, and that Stream.query() and Event.query()
-fail a capture at the query."""
+fail a capture at the query. And a CPU false alarm at a line the real capture got past is refuted in the same
+run (tests/data/refuted/host_table.py)."""
 
 import glob
 import os
@@ -230,3 +231,21 @@ def test_truth_queries_fail_a_capture_at_the_query(tmp_path):
     for name, (out, err) in got.items():
         assert "FAILED at the query" in out, f"{name}: {out} {err[-1500:]}"
         assert "capture" in out.split("|")[-1], f"{name}: {out}"  # a capture error, as CG105 says
+
+
+def test_a_cpu_false_alarm_at_a_line_the_capture_got_past_is_refuted(cgtool):
+    """tests/data/refuted/host_table.py: the CPU analysis's CG101 at a host tensor's `.item()` (a line the real
+    capture ran without failing) is refuted, as info; the synchronize after it is the confirmed cause."""
+    import json
+
+    path = os.path.join("tests", "data", "refuted", "host_table.py")
+    r = cgtool("lint", path, "--format", "json", timeout=600)
+    s = json.loads(r.stdout)["scripts"][0]
+    got = {(f["rule"], f["line"]): f for f in s["findings"]}
+    save_artifact("issue20-refuted.txt", "\n".join(f"{f['rule']}@{f['line']} {f['severity']} {f['evidence']}: "
+                                                   f"{f['message']}" for f in s["findings"]))
+    assert s["device"] == "cuda"
+    assert got[("CG104", 24)]["evidence"] == "confirmed", got
+    f = got.get(("CG101", 23))
+    assert f is not None and f["evidence"] == "refuted" and f["severity"] == "info", got
+    assert "ran this line without failing" in f["message"]
