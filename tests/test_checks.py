@@ -22,6 +22,7 @@ from cgtool.model.rules import (
 from cgtool.model.trace import Iteration, OpRecord, StreamEvent, Trace  # noqa: E402
 from cgtool.pipeline.cpu_analysis import analyze_on_cpu  # noqa: E402
 from cgtool.script.contract import load_script  # noqa: E402
+from cgtool.script.ranks import written_for_ranks  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HAZARDS = sorted(glob.glob(os.path.join(ROOT, "samples", "hazards", "*.py")))
@@ -29,14 +30,19 @@ CLEAN = [p for p in HAZARDS if os.path.basename(p).startswith("clean_")]
 BROKEN = [p for p in HAZARDS if p not in CLEAN]
 UNSEEN = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "unseen", "*", "step.py")))
 # issue 20: three or more hazards in one script (samples/hazards/multi/, and unseen-style ones written to the contract)
+# (a script with helper modules is a folder with step.py)
 MULTI = sorted(glob.glob(os.path.join(ROOT, "samples", "hazards", "multi", "*.py")) +
-               glob.glob(os.path.join(ROOT, "tests", "data", "unseen_multi", "*.py")))
+               glob.glob(os.path.join(ROOT, "tests", "data", "unseen_multi", "*.py")) +
+               glob.glob(os.path.join(ROOT, "tests", "data", "unseen_multi", "*", "step.py")))
+# a script written for ranks needs a process group: `cgtool lint` runs it as a world of one (test below)
+RANKED = [p for p in MULTI if written_for_ranks(p)]
+MULTI = [p for p in MULTI if p not in RANKED]
 
 
 def expectations(script: str) -> list[tuple[str, int, str]]:
     """(file, line, rule) for each `# expect:` marker: in the script, and for unseen cases in every
     file of its folder (hazards inside imported helper modules)."""
-    files = [script] if script in HAZARDS or script in MULTI else sorted(glob.glob(os.path.join(os.path.dirname(script), "*.py")))
+    files = [script] if os.path.basename(script) != "step.py" else sorted(glob.glob(os.path.join(os.path.dirname(script), "*.py")))
     return [(os.path.abspath(path), n, rule) for path in files for n, rule in markers(path)]
 
 
@@ -99,9 +105,9 @@ def test_samples_cover_every_category():
 
 
 def test_multi_hazard_scripts_hold_three_hazards_or_more():
-    assert len(MULTI) >= 4
-    for p in MULTI:
-        assert len({line for line, _ in markers(p)}) >= 3, p
+    assert len(MULTI) >= 7 and RANKED
+    for p in MULTI + RANKED:
+        assert len({(file, line) for file, line, _ in expectations(p)}) >= 3, p
 
 
 def test_clean_samples_cover_the_brief():
@@ -227,3 +233,17 @@ def test_an_empty_factory_copies_nothing(tmp_path):
     _, findings, errors = analyze_on_cpu(load_script(str(p)))
     assert not errors
     assert [(f.rule, f.line) for f in findings if f.severity == "error"] == [("CG402", 12)]
+
+
+@pytest.mark.parametrize("path", RANKED, ids=lambda p: os.path.relpath(p, ROOT))
+def test_a_multi_hazard_script_for_ranks_as_a_world_of_one(path):
+    """`cgtool lint --cpu` runs it as one rank: every marker at its line, no other error."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "cgtool", "lint", path, "--cpu", "--format", "json"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    s = json.loads(r.stdout)["scripts"][0]
+    assert s["errors"] == [], s["errors"]
+    errors = {(os.path.abspath(f["file"]), f["line"], f["rule"]) for f in s["findings"] if f["severity"] == "error"}
+    assert errors == set(expectations(path)), errors

@@ -50,3 +50,80 @@ def test_a_worker_that_died_capturing_gets_the_whole_step_too():
     got = [(f.rule, f.line, f.evidence) for f in complete_report(job, report, timeout=300).findings]
     assert got == [("CG102", 23, "not-reached"), ("CG101", 24, "not-reached"), ("CG402", 25, "not-reached")], got
     assert "stopped at its first failure" in report.findings[0].message
+
+
+# ---- a failed capture that got past a line: refuted or untested there, not "not reached" --------------------
+
+def _failure(passed: tuple[str, ...]) -> ErrorRecord:
+    return ErrorRecord("capture", "RuntimeError", "operation failed due to a previous error during capture",
+                       (Frame("s.py", 20, "step", "torch.cuda.synchronize()"),), "cudaErrorStreamCaptureInvalidated",
+                       passed)
+
+
+def test_a_capture_that_got_past_a_sync_line_refutes_it():
+    from cgtool.checks.verdict import judge
+
+    found = [finding("CG101", ".item()", file="s.py", line=10), finding("CG402", "host value", file="s.py", line=12),
+             finding("CG104", "synchronize", file="s.py", line=20)]
+    got = {f.line: f for f in judge(found, CAPTURE_FAILED, _failure(("s.py:10", "s.py:12")), None)}
+    assert got[20].evidence == "confirmed"
+    assert got[10].evidence == "refuted" and got[10].severity == "info"
+    assert "ran this line without failing and failed later, at line 20" in got[10].message
+    assert got[12].evidence == "untested"  # a replay hazard: a failed capture never replays
+    # nothing at the failing line explains the failure: an earlier call may have invalidated the capture
+    alone = judge(found[:2], CAPTURE_FAILED, _failure(("s.py:10", "s.py:12")), None)
+    assert [f.evidence for f in alone] == ["untested", "untested"]
+    # no lines passed (the failure had no user frame, or an older report): nothing refuted
+    assert judge(found, CAPTURE_FAILED, _failure(()), None)[0].evidence == "untested"
+
+
+def test_the_whole_step_marks_lines_the_capture_got_past():
+    from cgtool.checks.verdict import complete_with_whole_step
+
+    gpu = [finding("CG104", "synchronize", file="s.py", line=20, evidence=CONFIRMED)]
+    cpu = [finding("CG101", ".item()", file="s.py", line=10), finding("CG406", "rebound", file="s.py", line=12),
+           finding("CG104", "synchronize", file="s.py", line=20), finding("CG101", ".item()", file="s.py", line=30)]
+    got = {f.line: f for f in complete_with_whole_step(gpu, cpu, _failure(("s.py:10", "s.py:12")))}
+    assert [(n, f.evidence) for n, f in sorted(got.items())] == [
+        (10, "refuted"), (12, "untested"), (20, "confirmed"), (30, "not-reached")]
+    assert "not tested: the real capture ran this line and failed later, at line 20" in got[12].message
+    assert "not reached: the real capture stopped at line 20" in got[30].message
+
+
+def test_an_error_record_keeps_the_lines_passed():
+    rec = _failure(("s.py:10",))
+    assert ErrorRecord.from_json(rec.to_json()) == rec
+    assert "passed" not in _failure(()).to_json()
+
+
+def test_a_world_of_one_gets_the_whole_step_as_a_world_of_one():
+    """A script written for ranks (plain lint or capture: one rank): its CPU analysis runs as one rank too."""
+    script = os.path.join(ROOT, "tests", "data", "unseen_multi", "ranks_allreduce.py")
+    at = Frame(script, 26, "step", "positive = y[y > 0]  # expect: CG102")
+    report = Report(script=script, entry="step", status=CAPTURE_FAILED, device="cuda")
+    report.errors.append(ErrorRecord("capture", "RuntimeError", "rank 0: operation not permitted when stream is "
+                                     "capturing", (at,), "cudaErrorStreamCaptureUnsupported", (f"{script}:24",)))
+    report.findings.append(finding("CG102", "boolean-mask indexing", file=script, line=26, evidence=CONFIRMED))
+    job = Job(CAPTURE, script, "step", {"warmup": 3, "timing": False, "checks": True})
+    got = [(f.rule, f.line, f.evidence) for f in complete_report(job, report, 300, world_of_one=True).findings]
+    assert got == [("CG102", 26, "confirmed"), ("CG402", 28, "not-reached"), ("CG101", 29, "not-reached")], got
+
+
+def test_a_step_calling_compiled_code_captured_by_cgtool_gets_the_whole_step():
+    """torch.compile without CUDA graphs: cgtool captures the compiled code untraced, so its GPU findings are only
+    the failure; the CPU analysis (compiled code run eagerly under the tracer) names every line."""
+    from cgtool.model.compiled import CompiledRun
+
+    script = os.path.join(ROOT, "tests", "data", "unseen_multi", "compiled_head.py")
+    at = Frame(script, 26, "step", "bias = torch.tensor([0.01 * calls[0]], device=x.device)  # expect: CG402")
+    report = Report(script=script, entry="step", status=CAPTURE_FAILED, device="cuda")
+    report.errors.append(ErrorRecord("capture", "RuntimeError", "Cannot copy between CPU and CUDA tensors during "
+                                     "CUDA graph capture unless the CPU tensor is pinned", (at,)))
+    report.findings.append(finding("CG501", "capture failed", file=script, line=26))
+    report.compiled = CompiledRun(mode="inductor: captured by cgtool, untraced", captured_by="cgtool")
+    job = Job(CAPTURE, script, "step", {"warmup": 3, "timing": False, "checks": True})
+    assert needs_whole_step(job, report)
+    got = [(f.rule, f.line, f.evidence) for f in complete_report(job, report, 300).findings]
+    assert got == [("CG402", 26, "confirmed"), ("CG102", 27, "not-reached"), ("CG101", 28, "not-reached")], got
+    report.compiled = CompiledRun(mode="reduce-overhead")  # torch.compile's own CUDA graphs: nothing to add
+    assert not needs_whole_step(job, report)

@@ -144,11 +144,14 @@ def capture_error(exc: BaseException, analysis: Any = None) -> ErrorRecord:
         chain.append(e)
         e = e.__cause__ or e.__context__
     frames: tuple[Frame, ...] = ()
+    passed: tuple[str, ...] = ()
     root = chain[-1]  # the earliest error (capture_end's error chains onto the user's)
     for candidate in reversed(chain):
         frames = user_frames_of_traceback(candidate.__traceback__)
         if frames:
             root = candidate
+            # raised at the user's line: what the capture ran before it, it got past (not after a guessed culprit)
+            passed = analysis.passed_lines(frames) if analysis is not None else ()
             break
     if not frames and analysis is not None:
         last = analysis.last_user_frame()
@@ -161,6 +164,7 @@ def capture_error(exc: BaseException, analysis: Any = None) -> ErrorRecord:
         message=first_line(str(root)) or type(root).__name__,
         frames=frames,
         cuda_error=cuda_error_name(text),
+        passed=passed,
     )
 
 

@@ -18,6 +18,10 @@ from cgtool.model.finding import CONFIRMED, NOT_REACHED, REFUTED, UNTESTED, Find
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, ReplayCheck
 from cgtool.model.rules import CAPTURE_FAILS, RULE_BY_ID
 
+# Capture-fails rules whose failure comes at the call itself (a sync, a query, a non-capturable optimizer's step):
+# a capture that got past their line without failing refutes them. An unjoined stream (CG203) fails only at the
+# end of capture, a foreign generator (CG401) where torch checks it: no such evidence for those.
+_FAILS_AT_ITS_LINE = ("CG101", "CG102", "CG103", "CG104", "CG105", "CG404")
 # Findings made by comparing steady-state iterations: the trace itself saw the difference.
 _SEEN_BETWEEN_ITERATIONS = ("CG301", "CG302", "CG406")  # CG406: a tensor rebound between iterations
 
@@ -44,7 +48,8 @@ def _quoted_errors(message: str) -> list[str]:
 def judge(findings: list[Finding], status: str, failure: ErrorRecord | None,
           replay: ReplayCheck | None) -> list[Finding]:
     """`findings` with `evidence` set from the real run (status CAPTURED or CAPTURE_FAILED). A capture-fails
-    finding is confirmed by a failed capture at its line, or by the failure's own words when it quotes them."""
+    finding is confirmed by a failed capture at its line, or by the failure's own words when it quotes them;
+    refuted by a failed capture that got past its line (see `refuted_by_passing`)."""
     failed_at = {(fr.file, fr.line) for fr in failure.frames} if failure is not None else set()
     failure_text = f"{failure.message} {failure.cuda_error or ''}".lower() if failure is not None else ""
     out = []
@@ -54,7 +59,22 @@ def judge(findings: list[Finding], status: str, failure: ErrorRecord | None,
             out.append(f)
             continue
         out.append(_judged(f, what, status, failed_at, failure_text, replay))
-    return out
+    return refuted_by_passing(out, failure)
+
+
+def refuted_by_passing(findings: list[Finding], failure: ErrorRecord | None) -> list[Finding]:
+    """A failed capture that got past a line (ErrorRecord.passed) without failing there refutes a finding
+    that says capture fails at that very call (_FAILS_AT_ITS_LINE), but only when a finding confirmed at the
+    failing line explains the failure: a capture invalidated silently by an earlier call reports the error
+    later (`operation failed due to a previous error during capture`) at a line that is not the cause."""
+    if failure is None or not failure.passed or not any(f.evidence == CONFIRMED for f in findings):
+        return findings
+    passed = set(failure.passed)
+    frame = failure.user_frame
+    where = f"line {frame.line}" if frame is not None else "a later line"
+    return [_refuted(f, f"the real capture ran this line without failing and failed later, at {where}")
+            if f.evidence in (UNTESTED, NOT_REACHED) and f.rule in _FAILS_AT_ITS_LINE and f"{f.file}:{f.line}" in passed
+            else f for f in findings]
 
 
 def _judged(f: Finding, predicts: str, status: str, failed_at: set, failure_text: str,
@@ -88,12 +108,14 @@ def complete_with_whole_step(found: list[Finding], whole_step: list[Finding], fa
     """A failed capture stops at its first failure, so the GPU trace misses what comes after: `found` (the GPU
     run's judged findings) plus each finding of the CPU analysis of the whole step (`whole_step`) that the GPU
     did not make at the same rule and line; one list in file/line order. An added finding that predicts the
-    failure the capture met at its line is CONFIRMED (and CG501, "nothing explains it", goes); every other one
-    is NOT_REACHED. Observations of the real run (rules that predict nothing: CG403, CG501-CG503) come only
-    from the GPU."""
+    failure the capture met at its line is CONFIRMED (and CG501, "nothing explains it", goes); one at a line
+    the capture got past (ErrorRecord.passed) is UNTESTED, or REFUTED where it says capture fails at that call
+    (refuted_by_passing); every other one is NOT_REACHED. Observations of the real run (rules that predict
+    nothing: CG403, CG501-CG503) come only from the GPU."""
     have = {(f.rule, f.file, f.line) for f in found}
     frame = failure.user_frame if failure is not None else None
     stop = f"line {frame.line}" if frame is not None else "its first failure"
+    passed = set(failure.passed) if failure is not None else set()
     added = []
     for f in whole_step:
         if (f.rule, f.file, f.line) in have or predicts(f) is None:
@@ -101,9 +123,13 @@ def complete_with_whole_step(found: list[Finding], whole_step: list[Finding], fa
         judged = judge([f], CAPTURE_FAILED, failure, None)[0] if failure is not None else f
         if judged.evidence == CONFIRMED:
             added.append(judged)
-            continue
-        added.append(replace(f, evidence=NOT_REACHED, message=f"{f.message} [not reached: the real capture stopped at "
-                             f"{stop}; found by the CPU analysis of the whole step]"))
+        elif f"{f.file}:{f.line}" in passed:
+            added.append(replace(f, evidence=UNTESTED, message=f"{f.message} [not tested: the real capture ran this "
+                                 f"line and failed later, at {stop}; found by the CPU analysis of the whole step]"))
+        else:
+            added.append(replace(f, evidence=NOT_REACHED, message=f"{f.message} [not reached: the real capture "
+                                 f"stopped at {stop}; found by the CPU analysis of the whole step]"))
     if any(f.evidence == CONFIRMED for f in added):
         found = [f for f in found if f.rule != "CG501"]
-    return sorted([*found, *added], key=lambda f: (f.file or "", f.line or 0, f.rule))
+    merged = refuted_by_passing([*found, *added], failure)
+    return sorted(merged, key=lambda f: (f.file or "", f.line or 0, f.rule))

@@ -210,7 +210,11 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
         from cgtool.worker.distributed import lint_report
 
         report = lint_report(job, opts.nproc or 1, opts.timeout, stop)
-        return None if report is None else script_result(path, report, opts, world_of_one)
+        if report is not None and world_of_one:  # a failed capture: the CPU analysis adds what it did not reach
+            report = complete_report(job, report, opts.timeout, stop, world_of_one=True)
+        if report is None or (stop is not None and stop.is_set()):
+            return None
+        return script_result(path, report, opts, world_of_one)
     outcome = run_job(job, opts.timeout, stop=stop)
     if outcome.failure == "interrupted":
         return None

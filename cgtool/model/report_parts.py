@@ -18,6 +18,9 @@ class ErrorRecord:
     message: str
     frames: tuple[Frame, ...] = ()
     cuda_error: str | None = None  # e.g. "cudaErrorStreamCaptureInvalidated", when one was named
+    # a failed capture (GPU): the user's lines ("file:line") where the capture issued work before it failed, and
+    # got past; the checks refute a capture-fails finding at such a line (checks/verdict.py)
+    passed: tuple[str, ...] = ()
 
     @property
     def user_frame(self) -> Frame | None:
@@ -38,6 +41,7 @@ class ErrorRecord:
             "message": self.message,
             "frames": [f.to_json() for f in self.frames],
             "cuda_error": self.cuda_error,
+            **({"passed": list(self.passed)} if self.passed else {}),
         }
 
     @classmethod
@@ -48,6 +52,7 @@ class ErrorRecord:
             message=d["message"],
             frames=tuple(Frame.from_json(f) for f in d.get("frames", [])),
             cuda_error=d.get("cuda_error"),
+            passed=tuple(d.get("passed", ())),
         )
 
 

@@ -65,7 +65,7 @@ RULES: tuple[Rule, ...] = (
          "Seed once, in setup (or before capture), not in the step; for per-iteration randomness let the default "
          "generator advance (a graph advances its offset on every replay).", predicts=REPLAY_DIFFERS),
     Rule("CG406", "rebound-state", "error", "the step rebinds a state tensor to a new tensor instead of updating it in "
-         "place; replay keeps reading the tensor that was live at capture",
+         "place; replay keeps reading the memory of the tensor that was live at capture",
          "Update the tensor in place (`m.avg.mul_(0.9).add_(y, alpha=0.1)`, `state['ema'].lerp_(x, 0.01)`, "
          "`buf.copy_(new)`), so the graph reads and writes the same memory every replay.", predicts=REPLAY_DIFFERS),
     Rule("CG501", "capture-error", "error", "capture failed",

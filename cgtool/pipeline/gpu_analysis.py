@@ -58,6 +58,19 @@ class GpuAnalysis:
                         return trace.frames[index]
         return None
 
+    def passed_lines(self, failed_at: tuple[Frame, ...]) -> tuple[str, ...]:
+        """The user's lines ("file:line") where the capture issued an op or a stream call before it failed,
+        other than the failure's own frames: lines the capture got past."""
+        if self.tracer is None:
+            return ()
+        trace = self.tracer.trace
+        captured = {it.index for it in trace.iterations if it.phase == "capture"}
+        indices = {i for it in trace.iterations if it.index in captured for op in it.ops for i in (op.frame, op.outer)}
+        indices |= {ev.frame for ev in trace.events if ev.iteration in captured}
+        failed = {(f.file, f.line) for f in failed_at}
+        lines = {(f.file, f.line) for f in map(trace.frame, indices) if f is not None} - failed
+        return tuple(f"{file}:{line}" for file, line in sorted(lines))
+
     def findings(self) -> list[Finding]:
         if self.tracer is None:
             return []

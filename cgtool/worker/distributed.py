@@ -117,5 +117,6 @@ def lint_report(job: Job, nproc: int, timeout: float, stop: threading.Event | No
     report.errors = list(dist.errors)
     for r in dist.ranks:
         for e in r.report.errors if r.report else ():
-            report.errors.append(ErrorRecord(e.phase, e.type, f"rank {r.rank}: {e.message}", e.frames, e.cuda_error))
+            report.errors.append(ErrorRecord(e.phase, e.type, f"rank {r.rank}: {e.message}", e.frames, e.cuda_error,
+                                             e.passed))
     return report

@@ -14,8 +14,12 @@ from cgtool.worker.client import report_from_outcome, run_job
 
 def needs_whole_step(job: Job, report: Report) -> bool:
     """A GPU run whose capture failed, or whose worker died while capturing (a poisoned context that took the
-    process down: no report came back), with the checks on."""
-    if job.force_cpu or not job.settings.get("checks", True) or report.compiled is not None:
+    process down: no report came back), with the checks on. A step compiled with CUDA graphs is not captured by
+    cgtool: torch.compile's trees record, or skip, each compiled graph on their own and the step runs to its end
+    (CG701-CG704 name every graph), so there is no first failure to stop at; a step that calls code compiled
+    without CUDA graphs is captured by cgtool (untraced) and gets the whole step like any other."""
+    compiled_trees = report.compiled is not None and report.compiled.captured_by != "cgtool"
+    if job.force_cpu or not job.settings.get("checks", True) or compiled_trees:
         return False
     # a crash, not a timeout: a step that hangs while capturing would make the user wait for its CPU run as well
     died_capturing = report.status == WORKER_FAILED and any(e.phase == "capture" and e.type == "crash"
@@ -24,18 +28,26 @@ def needs_whole_step(job: Job, report: Report) -> bool:
 
 
 def complete_report(job: Job, report: Report, timeout: float | None,
-                    stop: threading.Event | None = None) -> Report:
+                    stop: threading.Event | None = None, world_of_one: bool = False) -> Report:
     """`report` with the whole step's findings added when its capture failed (unchanged otherwise); a CPU
-    analysis that could not finish is named in `skipped`, the GPU's findings stay as they are."""
+    analysis that could not finish is named in `skipped`, the GPU's findings stay as they are. `world_of_one`:
+    a script written for ranks, run as one rank; its CPU analysis runs as a world of one too (as `--cpu` does)."""
     if not needs_whole_step(job, report):
         return report
     cpu_job = Job(job.kind, job.script, job.entry, {**job.settings, "timing": False}, force_cpu=True)
-    outcome = run_job(cpu_job, timeout, stop=stop)
-    if outcome.failure is not None:
-        report.skipped.append(f"the CPU analysis of the whole step ({outcome.failure}): findings after the failed "
+    if world_of_one:
+        from cgtool.worker.distributed import lint_report
+
+        cpu = lint_report(cpu_job, 1, timeout or 300.0, stop)
+        failure = "interrupted" if cpu is None else None
+    else:
+        outcome = run_job(cpu_job, timeout, stop=stop)
+        failure = outcome.failure
+        cpu = report_from_outcome(cpu_job, outcome) if failure is None else None
+    if failure is not None or cpu is None:
+        report.skipped.append(f"the CPU analysis of the whole step ({failure}): findings after the failed "
                               "capture's line are not listed")
         return report
-    cpu = report_from_outcome(cpu_job, outcome)
     if cpu.status != CPU_ONLY and not cpu.findings:
         report.skipped.append("the CPU analysis of the whole step did not run through: findings after the failed "
                               "capture's line are not listed")

@@ -1,7 +1,8 @@
 """Hazard: polling an event inside the step (is the forward done yet?).
 
-Expected: CG105 (category sync). A stream or event query is not permitted while a stream captures: the
-capture is invalidated. Record the event in the step; query it after replay.
+Expected: CG105 (category sync). CUDA does not permit a stream or event query while a stream captures: the
+capture fails at the query (`operation failed due to a previous error during capture`). Record the event in
+the step; query it after replay.
 """
 
 import torch

@@ -2,8 +2,9 @@
 
 Expected: CG406 (category rebound-state). `norm.avg = 0.9 * norm.avg + ...` makes a new tensor and points the
 attribute at it. A CUDA graph replays the ops it captured on the tensors they used at capture: every replay
-reads the tensor that was `norm.avg` when the graph was captured and writes the capture's new tensor, so the
-average never moves past one step; eager keeps averaging.
+reads the memory of the tensor that was `norm.avg` when the graph was captured (freed during capture, as
+nothing else holds it) and writes the capture's new tensor, so the average does not carry over between
+replays; eager keeps averaging.
 """
 
 import torch

@@ -1,5 +1,5 @@
 """Hazards (three): a reseed inside the step (eager draws the same dropout mask every iteration, replay does
-not), a running average rebound to a new tensor (replay keeps reading the captured one), and a timing
+not), a running average rebound to a new tensor (replay keeps reading the captured one's memory), and a timing
 synchronize at the end. A GPU capture fails at the synchronize; the reseed and the rebinding are hazards of
 replay that the analysis of the whole step names at their lines.
 """
