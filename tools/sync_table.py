@@ -75,6 +75,8 @@ class CallWatch(TorchFunctionMode):
         super().__init__()
         self.sync_watch = syncs
         self.calls: list[tuple[str, Features, bool]] = []
+        self.outside: list[tuple[str, Features, bool | None]] = []  # per call: synced outside any aten op (None:
+        # it synced inside one, so it tells nothing about Python-level syncs)
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -86,19 +88,24 @@ class CallWatch(TorchFunctionMode):
         try:
             out = func(*args, **kwargs)
         except RuntimeError as exc:
-            if _is_sync_error(exc):
+            if _is_sync_error(exc):  # SyncWatch reruns an aten op that synced: this one was outside any aten op
                 self.calls.append((name, feats, True))
+                self.outside.append((name, feats, True))
             raise
-        self.calls.append((name, feats, self.sync_watch.syncs > before))
+        inside = self.sync_watch.syncs > before
+        self.calls.append((name, feats, inside))
+        self.outside.append((name, feats, None if inside else False))
         return out
 
 
-Watched = tuple[list[tuple[str, Features, bool]], list[tuple[str, Features, bool]], "str | None"]
+Watched = tuple[list[tuple[str, Features, bool]], list[tuple[str, Features, bool]], "str | None",
+                list[tuple[str, Features, "bool | None"]]]
 
 
 def run_watched(call: Callable[[], Any], device: str = "cuda") -> Watched:
     """Run `call` on CUDA under sync debug mode "error": the aten calls seen, the Python-level calls seen, and
-    "python" when a sync happened outside any aten op (or the error text when the call failed otherwise)."""
+    "python" when a sync happened outside any aten op (or the error text when the call failed otherwise), and per
+    Python-level call whether it synced outside any aten op."""
     watch = SyncWatch()
     calls = CallWatch(watch)
     problem = None
@@ -116,7 +123,7 @@ def run_watched(call: Callable[[], Any], device: str = "cuda") -> Watched:
     finally:
         if cuda:
             torch.cuda.set_sync_debug_mode(0)
-    return watch.calls, calls.calls, problem
+    return watch.calls, calls.calls, problem, calls.outside
 
 
 def load_op_db() -> list[Any]:
@@ -235,6 +242,7 @@ def collect(limit_s: float = 150.0, device: str = "cuda", ops: list[str] | None 
     torch.manual_seed(0)
     obs: dict[str, list[tuple[Features, bool]]] = {}
     call_obs: dict[str, list[tuple[Features, bool]]] = {}
+    outside_obs: dict[str, list[tuple[Features, bool]]] = {}  # per call: synced outside any aten op, or ran clean
     synced_by: dict[str, set[str]] = {}  # op -> labels of samples/APIs where it synced (a few)
     python_level: list[str] = []
     ops_run: set[str] = set()
@@ -243,8 +251,13 @@ def collect(limit_s: float = 150.0, device: str = "cuda", ops: list[str] | None 
     truth: dict[str, bool | None] = {}  # per sample: synced on CUDA (None: it failed on its own)
 
     def record(label: str, calls: list[tuple[str, Features, bool]], py_calls: list[tuple[str, Features, bool]],
-               problem: str | None) -> None:
+               problem: str | None, outside: list[tuple[str, Features, bool | None]]) -> None:
         nonlocal errors
+        for name, feats, synced in outside:
+            if synced is not None:
+                outside_obs.setdefault(name, []).append((feats, synced))
+            if synced and len(synced_by.setdefault("python:" + name, set())) < 5:
+                synced_by["python:" + name].add(label.split("[", 1)[0])
         truth[label] = None if problem and problem != "python" else (problem == "python" or any(s for _, _, s in calls))
         for name, feats, synced in py_calls:
             call_obs.setdefault(name, []).append((feats, synced))
@@ -267,7 +280,7 @@ def collect(limit_s: float = 150.0, device: str = "cuda", ops: list[str] | None 
     for label, call in api_cases(device):
         samples += 1
         record("api: " + label, *run_watched(call, device))
-    return {"obs": obs, "call_obs": call_obs, "synced_by": synced_by, "truth": truth, "progress": progress, "python_level": python_level, "ops_run": len(ops_run),
+    return {"obs": obs, "call_obs": call_obs, "outside_obs": outside_obs, "synced_by": synced_by, "truth": truth, "progress": progress, "python_level": python_level, "ops_run": len(ops_run),
             "samples": samples, "errors": errors}
 
 
@@ -286,12 +299,19 @@ def build_table(result: dict[str, Any], seconds: float) -> dict[str, Any]:
             calls[name] = {"when": clauses, "seen": len(observations),
                            "synced": sum(1 for _, s in observations if s), "unexplained": unexplained}
     clean_calls = sorted(n for n in result["call_obs"] if n not in calls)
+    python_level = {}
+    for name, observations in sorted(result.get("outside_obs", {}).items()):
+        clauses, unexplained = infer_conditions(observations, sizes=False)
+        if clauses:
+            python_level[name] = {"when": clauses, "seen": len(observations), "unexplained": unexplained,
+                                  "synced": sum(1 for _, s in observations if s),
+                                  "examples": sorted(result["synced_by"].get("python:" + name, ()))}
     return {"schema": TABLE_SCHEMA, "torch_version": torch.__version__, "calls": calls, "clean_calls": clean_calls,
             "dtypes": result["progress"].get("dtypes", []), "cut_short": result["progress"].get("stopped", False), "cuda": torch.version.cuda,
             "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (plumbing only)", "generated_by": "tools/sync_table.py",
             "opinfo_ops": result["ops_run"], "samples": result["samples"], "sample_errors": result["errors"],
             "aten_overloads_seen": len(result["obs"]), "seconds": round(seconds, 1),
-            "python_level_syncs": result["python_level"], "ops": ops}
+            "python_level_syncs": result["python_level"], "python_level": python_level, "ops": ops}
 
 
 def summary(table: dict[str, Any], path: str) -> str:
@@ -310,16 +330,82 @@ def summary(table: dict[str, Any], path: str) -> str:
     for name, e in table["calls"].items():
         when = "; or ".join(describe(c) for c in e["when"]) or "-"
         lines.append(f"| `{name}` | {e['synced']} / {e['seen']} | {when} | {e['unexplained']} |")
+    if table.get("python_level"):
+        lines += ["", "Python-level syncs (outside any aten op), by call:", "", "| call | synced / seen | when |",
+                  "|---|---|---|"]
+        for name, e in table["python_level"].items():
+            lines.append(f"| `{name}` | {e['synced']} / {e['seen']} | {'; or '.join(describe(c) for c in e['when'])} |")
     if table["python_level_syncs"]:
         lines += ["", "Syncs outside any aten op: " + ", ".join(table["python_level_syncs"])]
     return "\n".join(lines) + "\n"
+
+
+def _resolve(opinfo_name: str) -> Any:
+    """The torch callable an OpInfo name stands for ("unravel_index", "__getitem__", "masked.sum"), or None."""
+    for root in (torch, torch.Tensor):
+        obj = root
+        for part in opinfo_name.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        if obj is not None:
+            return obj
+    return None
+
+
+def python_level_from_labels(table: dict[str, Any]) -> dict[str, Any]:
+    """For a table made before the generator kept Python-level syncs per call: the calls named by its
+    `python_level_syncs` samples (an OpInfo sample that synced outside any aten op) whose own entry in `calls`
+    explains the sync, with the clauses on argument kinds only (a size clause there came from an aten-level
+    sync inside the same call, as a boolean mask in `__getitem__`)."""
+    out: dict[str, Any] = {}
+    inner: set[str] = set()  # OpInfo names that are no torch function: the sync is a torch call inside them
+    for label in table.get("python_level_syncs", ()):
+        if label.startswith("api: "):
+            continue  # an API case is a lambda: its own torch.tensor(..., device=...) argument may be the sync
+        family = label.split("[", 1)[0]
+        func = _resolve(family)
+        name = call_name(func) if func is not None else None
+        entry = table["calls"].get(name) if name else None
+        if entry is None:
+            inner.add(family)
+            continue
+        when = [c for c in entry["when"] if not any(":numel" in a for a in c)]
+        if when and name not in out:
+            out[name] = {"when": when, "seen": entry["seen"], "synced": entry["synced"], "unexplained": 0,
+                         "examples": [family]}
+    # torch.masked.*, torch.signal.windows.*: plain Python functions whose inner torch.tensor(data, device=cuda)
+    # copies Python data to the GPU (the outermost torch call a TorchFunctionMode sees inside them)
+    factory = table["calls"].get("torch.tensor")
+    if inner and factory and factory["when"] == [[]]:
+        out["torch.tensor"] = {"when": [[]], "seen": factory["seen"], "synced": factory["synced"], "unexplained": 0,
+                               "examples": sorted(inner)}
+    return out
+
+
+def annotate(path: str) -> dict[str, Any]:
+    """Add the `python_level` section to a table that lacks it (see python_level_from_labels); rewrites `path`."""
+    with open(path) as f:
+        table = json.load(f)
+    if "python_level" not in table:
+        table["python_level"] = python_level_from_labels(table)
+        with open(path, "w") as f:
+            json.dump(table, f, indent=1, sort_keys=True)
+            f.write("\n")
+    return table
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the table and its summary")
     p.add_argument("--limit", type=float, default=150.0, help="seconds after which no further dtype is started (all samples stop at 1.5 times this)")
+    p.add_argument("--annotate", metavar="TABLE", help="add the python_level section to TABLE (a table made "
+                   "before the generator kept it; no CUDA needed) and exit")
     a = p.parse_args(argv)
+    if a.annotate:
+        table = annotate(a.annotate)
+        print(json.dumps(table["python_level"], indent=1))
+        return 0
     if not torch.cuda.is_available():
         print("tools/sync_table.py needs a CUDA device", file=sys.stderr)
         return 2

@@ -35,10 +35,8 @@ def check_sync(trace: Trace) -> list[Finding]:
     for it in capture_iterations(trace):
         ops = it.ops
         for k, op in enumerate(ops):
-            if op.host:
-                if is_optimizer_host_read(op):
-                    out.append(_optimizer(trace, op, tuple((op.detail or {}).get("via", ()))))
-                continue
+            if op.host:  # a host tensor's read waits for nothing: an optimizer's host step count (Adagrad) captures;
+                continue  # torch's capture health check decides for the optimizers with a capturable flag
             f = _op_finding(trace, op, ops, k)
             if f is not None:
                 out.append(f)
@@ -50,6 +48,10 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
     detail = op.detail or {}
     via = tuple(detail.get("via", ()))
     if op.kind == CALL:
+        if detail.get("python_level"):
+            when = "with any arguments" if detail["sync_when"] == "always" else f"when {detail['sync_when']}"
+            return _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA in torch's Python "
+                               f"code, outside any aten op, {when} (sync table of torch {detail.get('sync_table')})", via)
         if op.name in R.SCALAR_READ_CALLS:
             aten = _following_aten(ops, k, R.SCALAR_READ_ATEN)
             return _scalar_read(trace, op, R.SCALAR_READ_CALLS[op.name], aten, via)
@@ -121,8 +123,7 @@ def is_optimizer_host_read(op: OpRecord) -> bool:
 def _optimizer(trace: Trace, op: OpRecord, via: tuple[str, ...]) -> Finding:
     module = next((v.split(":")[0] for v in reversed(via) if "torch/optim/" in v and "optimizer.py" not in v),
                   "torch/optim")
-    where = "its step count on the host" if op.host else "a GPU value on the host"
-    return finding_at(trace, "CG404", op.frame, f"the optimizer ({module}) reads {where} (`{op.name}` in "
+    return finding_at(trace, "CG404", op.frame, f"the optimizer ({module}) reads a GPU value on the host (`{op.name}` in "
                       f"{describe_library_frame(via[-1]) if via else module}): without capturable=True it cannot be captured (PyTorch "
                       "raises `Attempting CUDA graph capture of step() ... capturable is False`)")
 
@@ -143,7 +144,12 @@ def _event_findings(trace: Trace) -> list[Finding]:
     return out
 
 
+def _secondary(f: Finding) -> bool:
+    return "set_sync_debug_mode" in f.message or "outside any aten op" in f.message
+
+
 def _without_redundant_warnings(findings: list[Finding]) -> list[Finding]:
-    """A sync-debug warning adds nothing where another sync finding names the same line."""
-    named = {(f.file, f.line) for f in findings if "set_sync_debug_mode" not in f.message}
-    return [f for f in findings if "set_sync_debug_mode" not in f.message or (f.file, f.line) not in named]
+    """A sync-debug warning, or a Python-level sync from the sync table, adds nothing where another sync
+    finding names the same line."""
+    named = {(f.file, f.line) for f in findings if not _secondary(f)}
+    return [f for f in findings if not _secondary(f) or (f.file, f.line) not in named]
