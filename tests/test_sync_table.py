@@ -246,3 +246,90 @@ def test_index_lists_tell_a_bool_mask_from_integer_indices():
     assert mask["indices"][0] == "tensors-device-bool" and ints["indices"][0] == "tensors-device"
     clauses, unexplained = infer_conditions([(mask, True), (ints, False)])
     assert clauses == [["indices:tensors-device-bool"]] and unexplained == 0
+
+
+# ---- the shipped table (cgtool/trace/data/, generated on an H200 with torch 2.11) ---------------------------------
+SYNC_STEPS = os.path.join(os.path.dirname(__file__), "..", "samples", "syncs")
+
+
+def _shipped_findings(path: str) -> list:
+    _, findings, errors = analyze_on_cpu(load_script(path))
+    assert not errors, errors
+    return [f for f in findings if f.severity == "error"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in os.listdir(SYNC_STEPS) if n.endswith(".py")))
+def test_realistic_steps_are_found_at_their_line_with_the_shipped_table(name, monkeypatch):
+    """Each realistic step of samples/syncs/ gives exactly the rules its `# expect:` markers name, at those lines;
+    the clean one (no marker) gives nothing. tests/gpu/test_sync_table_gpu.py checks the same steps against
+    plain PyTorch on a GPU."""
+    from expect_markers import markers
+
+    monkeypatch.delenv("CGTOOL_SYNC_TABLE_DIR", raising=False)
+    sync_table._cache.clear()
+    path = os.path.join(SYNC_STEPS, name)
+    found = sorted({(f.line, f.rule) for f in _shipped_findings(path)})
+    assert found == sorted(set(markers(path))), found
+
+
+def test_python_level_syncs_are_in_the_shipped_table():
+    """The syncs outside any aten op (torch's Python code: unravel_index's torch.tensor, indexing with a 0-dim
+    tensor, torch.masked.* and torch.signal.windows.* building tensors from Python data) are Python-level entries
+    with their conditions, matched by the call the tracer sees."""
+    table = load_table("2.11")
+    assert table is not None and table.python_level
+    assert table.python_level["torch.functional.unravel_index"] == [[]]
+    assert table.python_level["Tensor.__getitem__"] == [["arg1:0d"]]
+    assert "torch.tensor" in table.python_level
+    assert not any(k.startswith("aten._to_copy") for k in table.ops)  # a copy's direction is not in the table
+
+
+def test_getitem_with_a_python_int_is_clean_and_with_a_device_scalar_syncs(tmp_path):
+    path = tmp_path / "step.py"
+    path.write_text(STEP.format(body="return x[3] + x[ids.max()]"))
+    found = _shipped_findings(str(path))
+    assert [f.rule for f in found] == ["CG101"], found
+
+
+def test_adagrad_with_its_host_step_count_captures(tmp_path):
+    """Adagrad keeps its step count in a host tensor and has no capture health check: it captures on a GPU
+    (callB, torch 2.11), so its host `.item()` is no finding."""
+    path = tmp_path / "step.py"
+    path.write_text(OPT_STEP.format(make="torch.optim.Adagrad(model.parameters(), foreach=False)"))
+    assert _shipped_findings(str(path)) == []
+
+
+def test_a_fused_kernel_without_cuda_refuses_the_stand_in_parameters():
+    """torch 2.11's Adagrad(fused=True) raises for CUDA parameters (`_device_dtype_check_for_fused(p,
+    cuda_unsupported=True)`); the CPU run's parameters stand for CUDA ones, so the stand-in raises as well."""
+    from cgtool.trace.standins import CudaStandins
+
+    import torch.optim.optimizer as optimizer
+
+    p = torch.nn.Parameter(torch.randn(3))
+    with CudaStandins():
+        with pytest.raises(RuntimeError, match="but torch.float32 and cuda"):
+            optimizer._device_dtype_check_for_fused(p, cuda_unsupported=True)
+        optimizer._device_dtype_check_for_fused(p)
+    optimizer._device_dtype_check_for_fused(p, cuda_unsupported=True)  # restored: the CPU is a fused device
+
+
+def test_python_level_entries_from_a_tables_samples():
+    """tools/sync_table.py --annotate: a table made before the generator kept Python-level syncs per call gets them
+    from its samples that synced outside any aten op; size clauses (aten-level syncs in the same call) are left out."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sync_table_tool", os.path.join(os.path.dirname(__file__), "..",
+                                                                                    "tools", "sync_table.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    table = {"python_level_syncs": ["unravel_index[torch.int16]#0", "__getitem__[torch.float32]#3",
+                                    "masked.sum[torch.float32]#1", "api: isin"],
+             "calls": {"torch.functional.unravel_index": {"when": [[]], "seen": 2, "synced": 2},
+                       "Tensor.__getitem__": {"when": [["arg1:0d"], ["arg0:numel>=625", "arg1:other"]], "seen": 5,
+                                              "synced": 3},
+                       "torch.tensor": {"when": [[]], "seen": 9, "synced": 9}}}
+    out = tool.python_level_from_labels(table)
+    assert out["torch.functional.unravel_index"]["when"] == [[]]
+    assert out["Tensor.__getitem__"]["when"] == [["arg1:0d"]]
+    assert out["torch.tensor"]["examples"] == ["masked.sum"]
