@@ -131,7 +131,7 @@ def load_op_db() -> list[Any]:
     class; where it is missing, unittest's TestCase stands in (the samples do not use it)."""
     import importlib.util
 
-    if importlib.util.find_spec("expecttest") is None:
+    if "expecttest" not in sys.modules and importlib.util.find_spec("expecttest") is None:
         import types
         import unittest
 
@@ -236,7 +236,8 @@ def api_cases(device: str) -> list[tuple[str, Callable[[], Any]]]:
 
 
 def collect(limit_s: float = 150.0, device: str = "cuda", ops: list[str] | None = None,
-            on_sample: Callable[[str, Any, Any], None] | None = None) -> dict[str, Any]:
+            on_sample: Callable[[str, Any, Any], None] | None = None,
+            dtypes: tuple[torch.dtype, ...] = DTYPES) -> dict[str, Any]:
     """Run everything; return per aten overload and per Python-level call its observations, per sample whether
     it synced ("truth"), and the counts. `on_sample(label, op, sample)` sees each OpInfo sample before it runs."""
     torch.manual_seed(0)
@@ -271,7 +272,7 @@ def collect(limit_s: float = 150.0, device: str = "cuda", ops: list[str] | None 
             errors += 1
 
     progress: dict[str, Any] = {}
-    for label, call, op, sample in opinfo_samples(device, limit_s=limit_s, ops=ops, progress=progress):
+    for label, call, op, sample in opinfo_samples(device, dtypes, limit_s=limit_s, ops=ops, progress=progress):
         if on_sample is not None:
             on_sample(label, op, sample)
         ops_run.add(op.name)
@@ -336,7 +337,12 @@ def summary(table: dict[str, Any], path: str) -> str:
         for name, e in table["python_level"].items():
             lines.append(f"| `{name}` | {e['synced']} / {e['seen']} | {'; or '.join(describe(c) for c in e['when'])} |")
     if table["python_level_syncs"]:
-        lines += ["", "Syncs outside any aten op: " + ", ".join(table["python_level_syncs"])]
+        families: dict[str, int] = {}
+        for label in table["python_level_syncs"]:
+            family = label.split("[", 1)[0]
+            families[family] = families.get(family, 0) + 1
+        lines += ["", f"Samples that synced outside any aten op: {len(table['python_level_syncs'])} ("
+                  + ", ".join(f"{k} {v}" for k, v in families.items()) + ")"]
     return "\n".join(lines) + "\n"
 
 
@@ -370,10 +376,9 @@ def python_level_from_labels(table: dict[str, Any]) -> dict[str, Any]:
         if entry is None:
             inner.add(family)
             continue
-        when = [c for c in entry["when"] if not any(":numel" in a for a in c)]
-        if when and name not in out:
-            out[name] = {"when": when, "seen": entry["seen"], "synced": entry["synced"], "unexplained": 0,
-                         "examples": [family]}
+        if name not in out:
+            out[name] = _relearn(name, family, table["python_level_syncs"], entry)
+    out = {k: v for k, v in out.items() if v["when"]}
     # torch.masked.*, torch.signal.windows.*: plain Python functions whose inner torch.tensor(data, device=cuda)
     # copies Python data to the GPU (the outermost torch call a TorchFunctionMode sees inside them)
     factory = table["calls"].get("torch.tensor")
@@ -381,6 +386,27 @@ def python_level_from_labels(table: dict[str, Any]) -> dict[str, Any]:
         out["torch.tensor"] = {"when": [[]], "seen": factory["seen"], "synced": factory["synced"], "unexplained": 0,
                                "examples": sorted(inner)}
     return out
+
+
+def _relearn(name: str, family: str, synced_labels: list[str], entry: dict[str, Any]) -> dict[str, Any]:
+    """The Python-level conditions of call `name` from the OpInfo samples of `family`, made again on the CPU (their
+    arguments have the same structure as on CUDA; every tensor counts as a device tensor), each synced or not as
+    the table's run recorded (`python_level_syncs`), on argument kinds only. Without the samples: the call's own
+    clauses, less those on sizes."""
+    synced = set(synced_labels)
+    obs: list[tuple[Features, bool]] = []
+    try:
+        for label, _, op, sample in opinfo_samples("cpu", dtypes=(torch.float32,), limit_s=600.0, ops=[family]):
+            obs.append((features(None, (sample.input, *sample.args), dict(sample.kwargs), lambda t: True),
+                        label in synced))
+    except Exception:  # noqa: BLE001 - op_db unavailable: fall back on the call's clauses
+        obs = []
+    if obs and any(s for _, s in obs):
+        when, unexplained = infer_conditions(obs, sizes=False)
+        return {"when": when, "seen": len(obs), "synced": sum(1 for _, s in obs if s), "unexplained": unexplained,
+                "examples": [family], "learned_from": "OpInfo samples made on the CPU, outcomes of the table's run"}
+    when = [c for c in entry["when"] if not any(":numel" in a for a in c)]
+    return {"when": when, "seen": entry["seen"], "synced": entry["synced"], "unexplained": 0, "examples": [family]}
 
 
 def annotate(path: str) -> dict[str, Any]:
