@@ -52,6 +52,8 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
             when = "with any arguments" if detail["sync_when"] == "always" else f"when {detail['sync_when']}"
             return _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA in torch's Python "
                                f"code, outside any aten op, {when} (sync table of torch {detail.get('sync_table')})", via)
+        if op.name in R.EQUAL_CALLS and len(set(op.shapes[:2])) > 1:
+            return None  # tensors of different sizes: equal answers False without reading them (CUDA too)
         if op.name in R.SCALAR_READ_CALLS:
             aten = _following_aten(ops, k, R.SCALAR_READ_ATEN)
             return _scalar_read(trace, op, R.SCALAR_READ_CALLS[op.name], aten, via)
@@ -62,6 +64,8 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
     if op.kind == ATEN:
         if detail.get("gpu_clean"):  # inside a call the sync table saw run clean on CUDA with these arguments
             return None
+        if op.name == R.EQUAL_ATEN and len(set(op.shapes[:2])) > 1:
+            return None  # tensors of different sizes: equal answers False without reading them (CUDA too)
         if op.name in R.SCALAR_READ_ATEN:
             return _scalar_read(trace, op, f"`{op.name}`", None, via)
         if (op.name in R.DATA_DEPENDENT_ATEN and not detail.get("fixed_size")) or detail.get("data_dependent"):

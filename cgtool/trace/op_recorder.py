@@ -264,8 +264,8 @@ class OpRecorder(CallRecorder):
         gen = kwargs.get("generator")
         if gen is not None:
             d.update(self.generator_detail(gen))
-        if name == R.HISTC_ATEN and _histc_range(args, kwargs):
-            d["fixed_size"] = True  # histc with a given range: `bins` outputs, no host read of min/max
+        if name == R.HISTC_ATEN and (_histc_range(args, kwargs) or (tensors and tensors[0].numel() == 0)):
+            d["fixed_size"] = True  # histc with a given range (or of no elements): `bins` outputs, no read of min/max
         elif name in R.SCALAR_READ_ATEN or name in R.DATA_DEPENDENT_ATEN:
             d["via"] = self.frame_table.library_path(sys._getframe(1))
         elif name in R.INDEX_ATEN:

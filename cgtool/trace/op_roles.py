@@ -14,6 +14,7 @@ DATA_DEPENDENT_ATEN = frozenset({
     "aten._unique", "aten._unique2", "aten.unique_dim", "aten.unique_consecutive", "aten.unique_dim_consecutive",
     "aten.bincount", "aten.histc",
 })
+EQUAL_ATEN = "aten.equal"  # reads only when the sizes match (different sizes: False at once)
 HISTC_ATEN = "aten.histc"  # data-dependent only without a range (min == max: the range is read from the data)
 # Ops that are data-dependent only with a boolean index tensor among their indices.
 INDEX_ATEN = frozenset({"aten.index", "aten.index_put", "aten.index_put_", "aten._index_put_impl", "aten._index_put_impl_"})
@@ -40,6 +41,7 @@ SCALAR_READ_CALLS = {
     "torch.is_nonzero": "`torch.is_nonzero`",
     "Tensor.is_nonzero": "`.is_nonzero()`",
 }
+EQUAL_CALLS = frozenset({"torch.equal", "Tensor.equal"})
 TO_HOST_CALLS = {
     "Tensor.tolist": "`.tolist()`",
     "Tensor.numpy": "`.numpy()`",
