@@ -338,3 +338,30 @@ def test_python_level_entries_from_a_tables_samples():  # the shipped table's: t
     assert out["torch.functional.unravel_index"]["when"] == [[]]
     assert out["Tensor.__getitem__"]["when"] == [["arg1:0d"]]
     assert out["torch.tensor"]["examples"] == ["masked.sum"]
+
+
+def test_a_capture_that_fails_at_a_syncing_op_is_that_sync():
+    """GPU run: the tracer keeps the table's word as `table_sync` (no finding by itself); a capture that fails at
+    that op's line is reported as the sync (CG101, confirmed, the capture error in the message), not as CG501."""
+    from cgtool.checks.capture import check_capture_failure
+    from cgtool.checks.sync import check_sync, sync_at_capture_failure
+    from cgtool.model.finding import CONFIRMED
+    from cgtool.model.frame import Frame
+    from cgtool.model.report_parts import ErrorRecord
+    from cgtool.model.trace import ATEN, Iteration, OpRecord, Trace
+
+    at = Frame(file="step.py", line=9, function="step", source="u, s, v = torch.linalg.svd(a)")
+    other = Frame(file="step.py", line=8, function="step", source="a = x @ x.T")
+    op = OpRecord(ATEN, "aten._linalg_svd", ((16, 16),), ("float32",), ("cuda:0",), frame=0,
+                  detail={"table_sync": "A has numel >=4", "sync_table": "2.11.0+cu130"})
+    trace = Trace(device="cuda", frames=[at, other],
+                  iterations=[Iteration(0, "capture", [OpRecord(ATEN, "aten.mm", frame=1), op])])
+    assert check_sync(trace) == []  # the table alone makes no finding on the GPU run
+    record = ErrorRecord("capture", "RuntimeError", "CUDA error: operation not permitted when stream is capturing",
+                         (at,), "cudaErrorStreamCaptureUnsupported")
+    found = sync_at_capture_failure(trace, record)
+    assert [(f.rule, f.line, f.evidence) for f in found] == [("CG101", 9, CONFIRMED)]
+    assert "_linalg_svd" in found[0].message and "operation not permitted" in found[0].message
+    assert check_capture_failure(record, found) == []  # no CG501 beside it
+    elsewhere = ErrorRecord("capture", "RuntimeError", "boom", (other,))
+    assert sync_at_capture_failure(trace, elsewhere) == []

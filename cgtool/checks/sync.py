@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cgtool.checks.common import capture_iterations, finding_at
-from cgtool.model.finding import Finding
+from cgtool.model.finding import CONFIRMED, Finding
+from cgtool.model.report_parts import ErrorRecord
 from cgtool.model.trace import ATEN, CALL, SYNC_WARNING, OpRecord, Trace
 from cgtool.trace import op_roles as R
 from cgtool.trace.frame_table import describe_library_frame
@@ -85,6 +86,30 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
         return finding_at(trace, "CG101", op.frame, "a synchronizing CUDA operation runs here "
                           "(reported by torch.cuda.set_sync_debug_mode)")
     return None
+
+
+def sync_at_capture_failure(trace: Trace, record: ErrorRecord) -> list[Finding]:
+    """GPU run: a capture that failed at a line where an op runs that synchronizes on CUDA by the sync table (a
+    sync that sync debug mode did not report in the warmup: a library's own copy or stream wait) is that sync,
+    CG101 with the capture's error as evidence, not a generic capture error (CG501)."""
+    frame = record.user_frame
+    if frame is None:
+        return []
+    for it in reversed(capture_iterations(trace)):
+        for op in reversed(it.ops):
+            when = (op.detail or {}).get("table_sync")
+            if when is None:
+                continue
+            f = finding_at(trace, "CG101", op.frame, "")
+            if (f.file, f.line) != (frame.file, frame.line):
+                continue
+            words = "with any arguments" if when == "always" else f"when {when}"
+            error = f"{record.cuda_error + ': ' if record.cuda_error else ''}{record.message}"
+            f = _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA {words} (sync table of "
+                            f"torch {(op.detail or {}).get('sync_table')}); the capture failed here: {error[:300]}",
+                            tuple((op.detail or {}).get("via", ())))
+            return [replace(f, evidence=CONFIRMED)]
+    return []
 
 
 def _following_aten(ops: list[OpRecord], k: int, names: frozenset[str]) -> str | None:

@@ -148,7 +148,7 @@ class CallRecorder:
         return host, target
 
     def python_level_sync(self, name: str, args: tuple, kwargs: dict) -> None:
-        """CPU run: record a call that the sync table saw synchronize outside any aten op on CUDA with these
+        """Record a call that the sync table saw synchronize outside any aten op on CUDA with these
         arguments (`unravel_index` copies its shape to the device, indexing with a 0-dim device tensor reads it
         on the host): a CALL record whose detail has `sync_when` and `python_level`."""
         table = self.sync_table
@@ -163,8 +163,10 @@ class CallRecorder:
         inner, outer = self.where(3)  # above this frame and the function mode's (both cgtool's)
         if inner == SKIPPED:
             return
-        detail = {"sync_when": describe(clause), "python_level": True, "via": self.frame_table.library_path(sys._getframe(1)),
+        detail = {self.sync_key: describe(clause), "via": self.frame_table.library_path(sys._getframe(1)),
                   "sync_table": table.torch_version + (f" ({table.note})" if table.note else "")}
+        if self.virtual_cuda:
+            detail["python_level"] = True  # a finding on the CPU run; on the GPU run it names a failed capture
         self.ops.append(OpRecord(CALL, name, tuple(tuple(t.shape) for t in tensors),
                                  tuple(dtype_name(t.dtype) for t in tensors), tuple(device_name(t) for t in tensors),
                                  inner, outer, None, None, False, detail, self.frame_table.issuer))
