@@ -365,3 +365,26 @@ def test_a_capture_that_fails_at_a_syncing_op_is_that_sync():
     assert check_capture_failure(record, found) == []  # no CG501 beside it
     elsewhere = ErrorRecord("capture", "RuntimeError", "boom", (other,))
     assert sync_at_capture_failure(trace, elsewhere) == []
+
+
+def test_the_hand_kept_aten_roles_against_the_shipped_table():
+    """op_roles keeps roles the table cannot say. Where the table saw a listed op, it confirms it syncs (always, or
+    under conditions the role's own refinement states: histc without a range, repeat_interleave without
+    output_size, equal of matching sizes); the rest are ops sync debug mode never saw as the outermost aten op on
+    CUDA in the float32 samples (is_nonzero and argwhere decompose; unique with a dim syncs inside thrust)."""
+    import json
+
+    from cgtool.trace import op_roles as R
+
+    with open(os.path.join(sync_table.DATA_DIR, "sync_table-2.11.json")) as f:
+        table = json.load(f)
+    packets = {}
+    for name, entry in table["ops"].items():
+        packets.setdefault(name.rsplit(".", 1)[0], []).append(entry["when"])
+    listed = R.SCALAR_READ_ATEN | R.DATA_DEPENDENT_ATEN | {R.REPEAT_ATEN}
+    confirmed = sorted(n for n in listed if n in packets)
+    assert {"aten._local_scalar_dense", "aten.equal", "aten.nonzero", "aten.masked_select", "aten._unique2",
+            "aten.bincount", "aten.histc", "aten.unique_consecutive", "aten.repeat_interleave"} <= set(confirmed)
+    assert packets["aten.nonzero"] == [[[]]] and packets["aten.bincount"] == [[[]]]  # always
+    read = {k.rsplit(".", 1)[0] for k in sync_table.SyncTable.from_json(table).ops}
+    assert "aten._to_copy" in packets and not (R.COPY_ATEN & read)  # copies: judged by direction, not the table

@@ -300,6 +300,7 @@ def build_table(result: dict[str, Any], seconds: float) -> dict[str, Any]:
             calls[name] = {"when": clauses, "seen": len(observations),
                            "synced": sum(1 for _, s in observations if s), "unexplained": unexplained}
     clean_calls = sorted(n for n in result["call_obs"] if n not in calls)
+    clean_ops = sorted(n for n in result["obs"] if n not in ops)  # seen, never synced
     python_level = {}
     for name, observations in sorted(result.get("outside_obs", {}).items()):
         clauses, unexplained = infer_conditions(observations, sizes=False)
@@ -307,7 +308,7 @@ def build_table(result: dict[str, Any], seconds: float) -> dict[str, Any]:
             python_level[name] = {"when": clauses, "seen": len(observations), "unexplained": unexplained,
                                   "synced": sum(1 for _, s in observations if s),
                                   "examples": sorted(result["synced_by"].get("python:" + name, ()))}
-    return {"schema": TABLE_SCHEMA, "torch_version": torch.__version__, "calls": calls, "clean_calls": clean_calls,
+    return {"schema": TABLE_SCHEMA, "torch_version": torch.__version__, "calls": calls, "clean_calls": clean_calls, "clean_ops": clean_ops,
             "dtypes": result["progress"].get("dtypes", []), "cut_short": result["progress"].get("stopped", False), "cuda": torch.version.cuda,
             "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (plumbing only)", "generated_by": "tools/sync_table.py",
             "opinfo_ops": result["ops_run"], "samples": result["samples"], "sample_errors": result["errors"],
