@@ -388,3 +388,13 @@ def test_the_hand_kept_aten_roles_against_the_shipped_table():
     assert packets["aten.nonzero"] == [[[]]] and packets["aten.bincount"] == [[[]]]  # always
     read = {k.rsplit(".", 1)[0] for k in sync_table.SyncTable.from_json(table).ops}
     assert "aten._to_copy" in packets and not (R.COPY_ATEN & read)  # copies: judged by direction, not the table
+
+
+def test_one_hot_is_clean_with_num_classes_and_a_sync_without(tmp_path):
+    """The shipped table: one_hot reads the data's max on CUDA unless num_classes is given (its input check runs
+    on the CPU only); its entry has a sync its clause does not explain, so only an argument given clears it."""
+    path = tmp_path / "step.py"
+    path.write_text(STEP.format(body="a = torch.nn.functional.one_hot(ids, num_classes=8)\n"
+                                     "    return a + torch.nn.functional.one_hot(ids)"))
+    found = _shipped_findings(str(path))
+    assert [(f.rule, f.line) for f in found] == [("CG101", 16)], found

@@ -38,6 +38,7 @@ class SyncTable:
     calls: dict[str, list[list[str]]] = field(default_factory=dict)
     clean_calls: frozenset[str] = frozenset()
     python_level: dict[str, list[list[str]]] = field(default_factory=dict)  # syncs outside any aten op, by call
+    partial_calls: frozenset[str] = frozenset()  # calls with a few syncs their clauses do not explain
 
     def python_level_sync(self, name: str, feats: Features) -> list[str] | None:
         """The clause under which Python-level call `name` synchronizes outside any aten op on CUDA (a Python
@@ -49,11 +50,17 @@ class SyncTable:
         return None
 
     def call_is_clean(self, name: str, feats: Features) -> bool:
-        """On CUDA, `name` with these arguments runs no sync (as far as the generator saw)."""
+        """On CUDA, `name` with these arguments runs no sync (as far as the generator saw). For a call with syncs its
+        clauses do not explain (`partial_calls`), only where every clause is contradicted by an argument given:
+        `one_hot(t, num_classes=16)` is clean, `one_hot(t)` (num_classes left to its default, -1) is not."""
         if name in self.clean_calls:
             return True
         conditions = self.calls.get(name)
-        return conditions is not None and not any(all(holds(a, feats) for a in c) for c in conditions)
+        if conditions is None or any(all(holds(a, feats) for a in c) for c in conditions):
+            return False
+        if name not in self.partial_calls:
+            return True
+        return all(any(a.partition(":")[0] in feats and not holds(a, feats) for a in c) for c in conditions)
 
     @classmethod
     def from_json(cls, d: dict[str, Any], note: str | None = None) -> SyncTable:
@@ -64,9 +71,10 @@ class SyncTable:
         calls = {k: [list(c) for c in v["when"]] for k, v in d.get("calls", {}).items()
                  if 4 * v.get("unexplained", 0) <= v.get("synced", 0)}
         python_level = {k: [list(c) for c in v["when"]] for k, v in d.get("python_level", {}).items()}
+        partial = frozenset(k for k, v in d.get("calls", {}).items() if k in calls and v.get("unexplained"))
         ops = {k: [list(c) for c in v["when"]] for k, v in d["ops"].items() if k.rsplit(".", 1)[0] not in COPY_ATEN}
         return cls(d["torch_version"], ops, note, calls,
-                   frozenset(d.get("clean_calls", ())), python_level)
+                   frozenset(d.get("clean_calls", ())), python_level, partial)
 
 
 def _version(text: str) -> tuple[int, int]:
