@@ -193,6 +193,18 @@ def test_report_round_trip_and_render():
     assert "eager 120" in compiled_verdict(again.compiled)
 
 
+@pytest.mark.parametrize("reserved,live,note", [(94, 0, True), (34, 30, False), (8, 0, False)])
+def test_pool_free_cache_is_said(reserved, live, note):
+    """Most of the trees' pool free (e.g. autotuning's L2 flush buffer, benchmarked inside the warmup call): said."""
+    run = run_from_probe("clean_inference__default")
+    run.pool_bytes, run.pool_allocated_bytes = reserved * 2**20, live * 2**20
+    console = Console(record=True, width=400)
+    render_compiled(run, console)
+    text = console.export_text()
+    assert f"trees' memory pool: {reserved:.1f} MiB ({live:.1f} MiB in live tensors)" in text
+    assert ("free cache the pool keeps" in text) is note
+
+
 def test_without_cudagraphs():
     from cgtool.pipeline.compiled_timing import without_cudagraphs
 

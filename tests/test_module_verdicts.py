@@ -53,6 +53,28 @@ def test_attributes_of_setup_state_are_put_back_in_place():
     assert not model.head._forward_hooks
 
 
+def test_containers_nothing_changed_are_not_rewritten():
+    """Only what the run changed is written back: a dict whose contents are the saved ones is not touched (torch.compile
+    guards on a module's __dict__ would see a rewrite as a change and recompile the pieced step)."""
+
+    class Counting(dict):
+        writes = 0
+
+        def clear(self):
+            Counting.writes += 1
+            super().clear()
+
+        def update(self, *a, **k):
+            Counting.writes += 1
+            super().update(*a, **k)
+
+    same, changed = Counting(a=1, b=[2]), Counting(a=1)
+    saved = save_attributes(((), {"same": same, "changed": changed}))
+    changed["a"] = 3
+    restore_attributes(saved)
+    assert changed == {"a": 1} and same == {"a": 1, "b": [2]} and Counting.writes == 1
+
+
 def test_the_watch_sees_an_input_updated_in_place_and_a_host_counter():
     from cgtool.pipeline.module_map import ModuleWatch, find_modules
     from cgtool.script.contract import Args
@@ -107,14 +129,37 @@ def test_the_module_that_differs_alone_is_named_and_left_out():
     assert [e.status for e in marked if e.path != "mixer"] == [GRAPHED] * 3
 
 
-def test_no_single_module_differing_keeps_the_set():
+def test_modules_that_differ_only_together_are_found_by_growing_the_set():
+    """Every module matches alone, but `b` and `d` together differ (say, one writes a buffer the other reads): the
+    set grows in the map's order, `d` is left out when added beside `b`, and the rest is the recommended set."""
+    from cgtool.pipeline.module_check import find_diverging
+
+    graphed = [_Graphed(p) for p in ("a", "b", "c", "d", "e")]
+    entries = [ModuleEntry(g.path, "M", 0, GRAPHED) for g in graphed]
+    checked = []
+
+    def check(chosen):
+        paths = [g.path for g in chosen]
+        checked.append(paths)
+        bad = {"b", "d"} <= set(paths)
+        return ReplayCheck("mismatch" if bad else "match", "x", (_diff("output", 0.2 if bad else 0.0),))
+
+    marked, chosen, replay = find_diverging(entries, graphed, check(graphed), check, [])
+    assert [g.path for g in chosen] == ["a", "b", "c", "e"] and replay.status == "match"
+    assert checked[6:] == [["a", "b"], ["a", "b", "c"], ["a", "b", "c", "d"], ["a", "b", "c", "e"]]
+    d = next(e for e in marked if e.path == "d")
+    assert d.status == DIVERGES and "together with `a`, `b`, `c` (alone it matches)" in d.reason
+    assert [e.status for e in marked if e.path != "d"] == [GRAPHED] * 4
+
+
+def test_no_smaller_set_matching_keeps_the_set():
     from cgtool.pipeline.module_check import find_diverging
 
     graphed = [_Graphed("a"), _Graphed("b")]
     entries = [ModuleEntry(g.path, "M", 0, GRAPHED) for g in graphed]
 
     def check(chosen):
-        return ReplayCheck("mismatch" if len(chosen) == 2 else "match", "x", (_diff("output", 0.1),))
+        return ReplayCheck("mismatch" if len(chosen) == 2 else "skipped", "x", (_diff("output", 0.1),))
 
     marked, chosen, replay = find_diverging(entries, graphed, check(graphed), check, [])
     assert marked == entries and chosen == graphed and replay is None
@@ -169,6 +214,21 @@ def test_the_plan_is_python_with_the_call_modes_shapes_and_layouts():
     assert "measured 3.00× faster" in code
 
 
+def test_plan_samples_a_padding_mask_as_all_true_and_grad_only_with_a_backward():
+    """A bool mask sampled as zeros would mask every token (SDPA then makes NaNs in the warmup); a forward-only
+    graph (transformers' rotary embedding: its input requires grad, its outputs do not) takes plain tensors."""
+    from cgtool.capture.module_graphs import Call, describe_call
+    from cgtool.render.plan import _graph_call
+
+    h = torch.randn(4, 64, 128, requires_grad=True)
+    layer = describe_call(Call((h,), {"attention_mask": torch.ones(4, 1, 64, 64, dtype=torch.bool)}, True))
+    rotary = describe_call(Call((h,), {"position_ids": torch.zeros(1, 64, dtype=torch.long)}, False))
+    line = _graph_call(ModuleEntry("model.model.layers.0", "L", 3, GRAPHED, call=layer), layer)[0]
+    assert 'torch.ones((4, 1, 64, 64), device="cuda", dtype=torch.bool)' in line and "requires_grad_()" in line
+    line = _graph_call(ModuleEntry("model.model.rotary_emb", "R", 2, GRAPHED, call=rotary), rotary)[0]
+    assert "requires_grad_" not in line and line.endswith("backward=False)")
+
+
 def test_the_map_names_the_left_out_module_and_prints_the_plan():
     from cgtool.render.partial import partial_verdict, render_modules
     from cgtool.model.report import CAPTURE_FAILED, Report
@@ -207,12 +267,32 @@ def test_cpu_map_of_the_router_counter_sample():
         "model.embed", "model.blocks.0", "model.blocks.1", "model.blocks.2", "model.blocks.3", "model.head"]
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only behaviour")
+def test_cpu_map_of_the_llama_sample_leaves_the_decoder_layers_to_try():
+    """llama_train.py: the guard's sync (a pre-hook on the first decoder layer) is inside `model` and `model.model`,
+    not inside the layer (the hook runs before the layer's call): the two fail, every part of them is tried."""
+    pytest.importorskip("transformers")
+    from cgtool.model.job import PARTIAL, Job
+    from cgtool.model.phase_log import PhaseLog
+    from cgtool.pipeline import run_job
+
+    job = Job(PARTIAL, os.path.join(SAMPLES, "llama_train.py"), "step", {"warmup": 2, "modules": 2})
+    mm = ModuleMap.from_json(run_job(job, PhaseLog())["modules"])
+    status = {e.path: e.status for e in mm.modules}
+    assert status["model"] == FAILS and status["model.model"] == FAILS
+    assert "line 21" in next(e.reason for e in mm.modules if e.path == "model.model")
+    assert [p for p, s in status.items() if s == "clean"] == [
+        "model.model.embed_tokens", *[f"model.model.layers.{i}" for i in range(4)], "model.model.norm",
+        "model.model.rotary_emb", "model.lm_head"]
+
+
 def test_lint_finds_what_the_module_samples_mark(run_cli):
-    """The samples' `# expect:` lines are what `cgtool lint` finds (the router's `nonzero`, the counter's host value)
-    and nothing else; the in-place sample has no finding (its difference shows only when a module is graphed)."""
+    """The samples' `# expect:` lines are what `cgtool lint` finds (the router's `nonzero`, the counter's host value,
+    the Llama step's guard and loss log) and nothing else; the in-place sample has no finding (its difference shows
+    only when a module is graphed)."""
     from expect_markers import markers
 
-    names = ["router_counter.py", "inplace_input.py"]
+    names = ["router_counter.py", "inplace_input.py", "llama_train.py"]
     r = run_cli("lint", *[os.path.join(SAMPLES, n) for n in names], "--format", "json", "-j", "2", "--timeout", "240",
                 timeout=300)
     assert r.stdout.strip(), r.stderr[-2000:]

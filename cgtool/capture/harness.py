@@ -45,11 +45,14 @@ class CaptureFailed(Exception):
 
 def run_to_capture(script: Script, device: Any, settings: dict[str, Any], log: PhaseLog,
                    analysis: Any = None, size: int | None = None, state: Args | None = None,
-                   on_state: Callable[[Args, str], None] | None = None, pool: Any = None) -> Captured:
+                   on_state: Callable[[Args, str], None] | None = None, pool: Any = None,
+                   stream: Any = None) -> Captured:
     """setup → warmup on a side stream → inputs(n) → capture: the one sequence `capture`, `lint` and `bench`
     share. `analysis` (the GPU tracer) watches warmup and capture when given; `state` skips setup (made
     already); `on_state(state, phase)` hears the state after setup and after warmup (it may raise to stop).
-    `pool` (a pool id) captures into a pool other graphs share. Raises ScriptRaised when the script raises, CaptureFailed when the capture does."""
+    `pool` (a pool id) captures into a pool other graphs share; graphs that share a pool must also share the
+    capture `stream` (the allocator reuses a free block only on the stream it was allocated on: a new stream
+    per capture would share nothing). Raises ScriptRaised when the script raises, CaptureFailed when the capture does."""
     import torch
 
     label = f"size={size}" if size is not None else ""
@@ -62,7 +65,7 @@ def run_to_capture(script: Script, device: Any, settings: dict[str, Any], log: P
             raise ScriptRaised("setup", exc) from None
     if on_state is not None:
         on_state(state, "setup")
-    stream = torch.cuda.Stream()
+    stream = torch.cuda.Stream() if stream is None else stream
     log.phase("warmup", f"{n_warm} iterations on a side stream {label}".strip())
     with analysis.tracing() if analysis is not None else nullcontext():
         warmup(script, state, device, n_warm, stream, analysis, size)

@@ -41,8 +41,12 @@ def save_attributes(state: Any) -> Saved:
 
 
 def restore_attributes(saved: Saved) -> None:
-    """Put every saved container's contents back, in place (entries added since are removed)."""
+    """Put every saved container's contents back, in place (entries added since are removed). A container whose
+    contents are still the saved ones is left alone: not even rewritten with the same values, so what watches a
+    dict's version (torch.compile's guards on a module's __dict__) sees no change where nothing changed."""
     for obj, contents in saved:
+        if _unchanged(obj, contents):
+            continue
         if isinstance(obj, dict):
             extra = [k for k in obj if k not in contents]
             for k in extra:
@@ -53,3 +57,15 @@ def restore_attributes(saved: Saved) -> None:
         else:
             obj.clear()
             obj.update(contents)
+
+
+def _unchanged(obj: Any, contents: Any) -> bool:
+    """The container holds exactly the saved objects (by identity; same keys, same order for a list)."""
+    try:
+        if isinstance(obj, dict):
+            return len(obj) == len(contents) and all(k in obj and obj[k] is v for k, v in contents.items())
+        if isinstance(obj, list):
+            return len(obj) == len(contents) and all(a is b for a, b in zip(obj, contents))
+        return len(obj) == len(contents) and {id(x) for x in obj} == {id(x) for x in contents}
+    except Exception:  # a container that does not compare: put it back
+        return False

@@ -78,15 +78,16 @@ def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress:
 
 
 def shared_pool(script: Any, results: list[BenchResult], settings: dict[str, Any], progress: PhaseLog) -> SharedPool:
-    """Capture every size of the sweep again, largest first, into one private pool (vLLM's and SGLang's order:
-    a smaller graph reuses the blocks the larger ones freed), keeping every graph alive; read that pool."""
+    """Capture every size of the sweep again, largest first, into one private pool on one capture stream (vLLM's
+    and SGLang's order: a smaller graph reuses the blocks the larger ones freed; the caching allocator reuses a
+    free block only on the stream that allocated it), keeping every graph alive; read that pool."""
     import torch
 
     from cgtool.capture.harness import run_to_capture
     from cgtool.capture.memory import pool_memory
 
     sizes = sorted((r.size for r in results if r.size is not None), reverse=True)
-    handle = torch.cuda.graph_pool_handle()
+    handle, stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
     device = torch.device("cuda")
     state = None
     if not script.setup_takes_size():  # one model for every size, as in a server
@@ -98,7 +99,7 @@ def shared_pool(script: Any, results: list[BenchResult], settings: dict[str, Any
     for size in sizes:
         progress.phase("shared-pool", f"size={size}")
         captured = run_to_capture(script, device, {**settings, "capture_mode": "global"}, progress,
-                                  size=size, state=state, pool=handle)
+                                  size=size, state=state, pool=handle, stream=stream)
         kept.append(captured)  # every graph stays alive, as in a server, so the pool holds all of them at once
         ms += captured.capture_ms
     reserved, allocated = pool_memory(handle)

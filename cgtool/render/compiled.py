@@ -71,6 +71,11 @@ def render_compiled(run: CompiledRun, out: Console) -> None:
         used = (f" ({run.pool_allocated_bytes / 2**20:.1f} MiB in live tensors)"
                 if run.pool_allocated_bytes is not None else "")
         out.print(f"[bold]trees' memory pool:[/] {run.pool_bytes / 2**20:.1f} MiB{used}")
+        free = run.pool_bytes - (run.pool_allocated_bytes or 0)
+        if run.pool_allocated_bytes is not None and free >= 16 * 2**20 and 2 * free > run.pool_bytes:
+            out.print(f"[dim]{free / 2**20:.1f} MiB of it is free cache the pool keeps while the trees live: blocks "
+                      "allocated and freed inside the pool by the warmup call and the recordings (with a cold inductor "
+                      "cache, autotuning's L2-sized flush buffer among them: a run with a warm cache holds less)[/]")
     if run.timings_us:
         parts = [f"{k} {fmt_us(v)}" for k, v in run.timings_us.items()]
         out.print(f"[bold]timing per step:[/] {' · '.join(parts)}")

@@ -57,7 +57,7 @@ def graph_module(module, args, kwargs=None, backward=True):
 def forward_graph(fn, sample):
     """A forward-only graph (a call without grad): warm up on a side stream, capture, replay with copied inputs.
     The output tensors are the graph's own: the next call overwrites them."""
-    static = [t.clone() for t in sample]
+    static = [t.detach().clone() for t in sample]
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -69,8 +69,9 @@ def forward_graph(fn, sample):
         out = fn(*static)
 
     def run(*tensors):
-        for dst, src in zip(static, tensors):
-            dst.copy_(src)
+        with torch.no_grad():
+            for dst, src in zip(static, tensors):
+                dst.copy_(src)
         graph.replay()
         return out
 
@@ -123,8 +124,8 @@ def plan_calls(m: ModuleMap) -> list[str]:
 
 
 def _graph_call(e: ModuleEntry, call: CallSpec) -> list[str]:
-    args = "(" + "".join(_source(a) + ", " for a in call.args).rstrip(" ") + ")"
-    kwargs = "{" + ", ".join(f"{k!r}: {_source(v)}" for k, v in call.kwargs.items()) + "}"
+    args = "(" + "".join(_source(a, call.backward) + ", " for a in call.args).rstrip(" ") + ")"
+    kwargs = "{" + ", ".join(f"{k!r}: {_source(v, call.backward)}" for k, v in call.kwargs.items()) + "}"
     line = f"graph_module({module_source(e.path)}, {args}, {kwargs}, backward={call.backward})"
     contexts = []
     if call.inference:
@@ -147,24 +148,24 @@ def module_source(path: str) -> str:
     return text
 
 
-def _source(node: dict[str, Any]) -> str:
+def _source(node: dict[str, Any], backward: bool = True) -> str:
+    """A sample argument as code: floating tensors random, integer ones zeros, bool ones all True (a mask that
+    keeps everything); requires grad where the call's did and the graph has a backward."""
     if "tensor" in node:
         shape, dtype, requires_grad, channels_last = node["tensor"]
         dims = ", ".join(str(int(d)) for d in shape)
-        if dtype.startswith(("float", "bfloat", "complex")):
-            text = f'torch.randn(({dims}{"," if len(shape) == 1 else ""}), device="cuda", dtype=torch.{dtype})'
-        else:
-            text = f'torch.zeros(({dims}{"," if len(shape) == 1 else ""}), device="cuda", dtype=torch.{dtype})'
+        make = "randn" if dtype.startswith(("float", "bfloat", "complex")) else "ones" if dtype == "bool" else "zeros"
+        text = f'torch.{make}(({dims}{"," if len(shape) == 1 else ""}), device="cuda", dtype=torch.{dtype})'
         if channels_last:
             text += ".to(memory_format=torch.channels_last)"
-        return text + (".requires_grad_()" if requires_grad else "")
+        return text + (".requires_grad_()" if requires_grad and backward else "")
     if "seq" in node:
-        items = [_source(n) for n in node["items"]]
+        items = [_source(n, backward) for n in node["items"]]
         if node["seq"] == "tuple":
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
         return "[" + ", ".join(items) + "]"
     if "map" in node:
-        return "{" + ", ".join(f"{k!r}: {_source(v)}" for k, v in node["map"].items()) + "}"
+        return "{" + ", ".join(f"{k!r}: {_source(v, backward)}" for k, v in node["map"].items()) + "}"
     return node["value"] if node.get("literal") else f"None  # TODO: {node['value']} as in the step\n"
 
 

@@ -1,10 +1,13 @@
 """Issue 21 on the GPU: what graphs cost in memory, per size, and which sizes to capture.
 
 Truth first: tests/gpu/memory_truth.py captures in plain PyTorch (no cgtool) and reads the graph's private pool
-from torch.cuda.memory_snapshot(). Against it: cgtool bench's pool bytes on real models of the corpus and
-cgtool capture's trees pool on a compiled step (within 5%); a decoder's size sweep with shared-pool totals
-(8 sizes); a plan for one histogram and budget, captured in plain PyTorch and compared with the prediction.
-Tables go to $OUT/issue21-tables.md, the plan's plot to $OUT/issue21-plan.svg."""
+from torch.cuda.memory_snapshot(). Against it: cgtool bench's pool bytes on real models of the corpus, and
+cgtool capture's trees pool on a compiled step (within 5%; the compiled step with a cold and with a warm inductor
+cache, each process given its own cache folder: a cold cache autotunes in the trees' warmup call, whose L2-sized
+flush buffer stays in the pool as a free segment); a decoder's size sweep with shared-pool totals (8 sizes); a
+plan for one histogram and budget, captured in plain PyTorch and compared with the prediction, both from the
+sweep (the run-to-run error) and from the plain run's own per-size times (the planner's modelling error).
+Tables go to $OUT/issue21-tables.md, the plan's plot to $OUT/issue21-plan.svg (docs/images/bench-plan.svg)."""
 
 from __future__ import annotations
 
@@ -29,9 +32,9 @@ SIZES = "1:128"  # 1, 2, 4, ..., 128: 8 sizes
 HISTOGRAM = {1: 30, 2: 12, 3: 20, 5: 10, 12: 15, 20: 10, 40: 8, 100: 5}
 
 
-def truth(*args: str, timeout: float = 300) -> dict:
+def truth(*args: str, timeout: float = 300, env: dict[str, str] | None = None) -> dict:
     r = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gpu", "memory_truth.py"), *args],
-                       capture_output=True, text=True, cwd=ROOT, timeout=timeout)
+                       capture_output=True, text=True, cwd=ROOT, timeout=timeout, env=dict(os.environ, **(env or {})))
     assert r.returncode == 0, r.stderr[-3000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
 
@@ -56,29 +59,50 @@ def pool_rows() -> list[list[object]]:
            "PyTorch snapshot", "reserved delta (old figure's method)", "error"], rows)
 
 
-@pytest.mark.parametrize("script", MODELS + [COMPILED], ids=os.path.basename)
+@pytest.mark.parametrize("script", MODELS, ids=os.path.basename)
 def test_pool_bytes_match_plain_pytorch(script, pool_rows, measured):
-    if script == COMPILED:
-        out = os.path.join(WORK, "issue21", "compiled")
-        r = cgtool_run("capture", script, "--out", out, "--timeout", "300", timeout=400)
-        report = read_json(os.path.join(out, "report.json")) or {}
-        c = report.get("compiled") or {}
-        ours, used, detail = c.get("pool_bytes"), c.get("pool_allocated_bytes"), "-"
-        peak = None
-        real = truth("compiled", script)
-    else:
-        r = cgtool_run("bench", script, "--iters", "200", "--json", timeout=300)
-        res = (json.loads(r.stdout)["results"] or [{}])[0] if r.stdout.strip().startswith("{") else {}
-        mem = res.get("memory") or {}
-        ours, used, peak = res.get("pool_bytes"), mem.get("pool_allocated"), mem.get("capture_peak_bytes")
-        detail = f"{mib(mem.get('static_input_bytes'))} / {mib(mem.get('static_output_bytes'))}"
-        real = truth("pool", script)
+    r = cgtool_run("bench", script, "--iters", "200", "--json", timeout=300)
+    res = (json.loads(r.stdout)["results"] or [{}])[0] if r.stdout.strip().startswith("{") else {}
+    mem = res.get("memory") or {}
+    ours, used, peak = res.get("pool_bytes"), mem.get("pool_allocated"), mem.get("capture_peak_bytes")
+    detail = f"{mib(mem.get('static_input_bytes'))} / {mib(mem.get('static_output_bytes'))}"
+    real = truth("pool", script)
     assert ours is not None, (r.stdout + r.stderr)[-3000:]
     err = ours / real["pool_reserved"] - 1 if real["pool_reserved"] else float("inf")
     pool_rows.append([os.path.basename(script), mib(ours), mib(used), detail, mib(peak), mib(real["pool_reserved"]),
                       mib(real.get("reserved_delta")), f"{err:+.1%}"])
     measured(f"{script}: cgtool {ours} B, snapshot {real['pool_reserved']} B ({err:+.1%})", cgtool=ours, truth=real)
     assert real["pool_reserved"] > 0 and abs(err) <= 0.05
+
+
+def test_compiled_step_pool_matches_plain_pytorch(measured):
+    """The trees' pool of a torch.compile step, cgtool capture against a plain run of the step, each process
+    with its own inductor cache folder: first cold (both autotune), then warm (both reuse their best configs)."""
+    import shutil
+
+    base = os.path.join(WORK, "issue21", "inductor")
+    shutil.rmtree(base, ignore_errors=True)
+    ours_cache, plain_cache = os.path.join(base, "cgtool"), os.path.join(base, "plain")
+    rows, failures = [], []
+    for cache in ("cold", "warm"):
+        out = os.path.join(WORK, "issue21", f"compiled-{cache}")
+        r = cgtool_run("capture", COMPILED, "--out", out, "--timeout", "300", timeout=400,
+                       env={"TORCHINDUCTOR_CACHE_DIR": ours_cache})
+        c = (read_json(os.path.join(out, "report.json")) or {}).get("compiled") or {}
+        ours, used = c.get("pool_bytes"), c.get("pool_allocated_bytes")
+        assert ours is not None, (r.stdout + r.stderr)[-3000:]
+        real = truth("compiled", COMPILED, env={"TORCHINDUCTOR_CACHE_DIR": plain_cache})
+        err = ours / real["pool_reserved"] - 1 if real["pool_reserved"] else float("inf")
+        segs = ", ".join(f"{t / MiB:.0f}" + ("" if not a else f" ({a / MiB:.1f} live)") for t, a in real["segments"])
+        rows.append([f"{os.path.basename(COMPILED)}, {cache} inductor cache", mib(ours), mib(used), mib(real["pool_reserved"]),
+                     mib(real["pool_allocated"]), segs, mib(real["l2_cache_bytes"]), f"{err:+.1%}"])
+        measured(f"{cache} cache: cgtool {ours} B, snapshot {real['pool_reserved']} B ({err:+.1%})", cgtool=ours, truth=real)
+        if not (real["pool_reserved"] > 0 and abs(err) <= 0.05):
+            failures.append(f"{cache}: {err:+.1%}")
+    table("Compiled step (torch.compile, mode=\"reduce-overhead\"): cgtool capture's trees pool against plain PyTorch",
+          ["run", "cgtool pool (reserved)", "cgtool in live tensors", "PyTorch snapshot", "snapshot in live tensors",
+           "snapshot segments (MiB)", "L2 cache", "error"], rows)
+    assert not failures, failures
 
 
 @pytest.fixture(scope="module")
@@ -109,9 +133,10 @@ def test_sizes_table_and_shared_pool_totals(sweep, measured):
             f"{r['capture_ms']:.1f} ms", f"{r['instantiate_ms']:.1f} ms", f"{r['eager']['wall']['median']:.0f} µs",
             f"{r['replay']['wall']['median']:.0f} µs", f"{r['speedup_wall']['point']:.2f}×"] for r in results])
     sp = doc["shared_pool"]
-    table("All sizes in one pool (captured largest first) against separate pools",
-          ["sizes", "shared pool", "in live tensors", "separate pools", "capture (all)"],
-          [[len(sp["sizes"]), mib(sp["pool_reserved"]), mib(sp["pool_allocated"]), mib(sp["separate_reserved"]),
+    table("All sizes in one pool (captured largest first, one capture stream) against separate pools",
+          ["sizes", "shared pool", "in live tensors", "separate pools", "shared / separate", "capture (all)"],
+          [[", ".join(map(str, sp["sizes"])), mib(sp["pool_reserved"]), mib(sp["pool_allocated"]),
+            mib(sp["separate_reserved"]), f"{sp['pool_reserved'] / sp['separate_reserved']:.2f}",
             f"{sp['capture_ms']:.0f} ms"]])
     measured("shared pool", shared=sp["pool_reserved"], separate=sp["separate_reserved"])
     assert all(r["pool_bytes"] > 0 for r in results)
@@ -122,10 +147,15 @@ def test_sizes_table_and_shared_pool_totals(sweep, measured):
 
 
 def test_plan_against_plain_pytorch(sweep, measured):
-    """Plan for HISTOGRAM under a budget that binds, capture the recommended sizes in plain PyTorch, and compare."""
+    """Plan for HISTOGRAM under a budget that binds, capture the recommended sizes in plain PyTorch, and compare.
+
+    Two errors, both stated in the tables: run to run (the plan from cgtool bench's sweep against the plain run:
+    the sweep and the plain run are separate processes, timed at different moments on a possibly shared machine)
+    and the planner's own (its arithmetic, interpolation between sizes and padding, fed with the plain run's own
+    per-size times, against what the plain run measured per batch: ratios from one run)."""
     from cgtool.bench.plot import plot_plan
     from cgtool.bench.result import BenchReport
-    from cgtool.bench.size_plan import compare_plans, model_of_report
+    from cgtool.bench.size_plan import CostModel, SizeCost, compare_plans, evaluate, model_of_report
 
     report = BenchReport.from_json(sweep["report"])
     model = model_of_report(report)
@@ -137,25 +167,56 @@ def test_plan_against_plain_pytorch(sweep, measured):
     out = os.environ.get("OUT")
     if out:
         plot_plan(report, plans, os.path.join(out, "issue21-plan.svg"))
-    real = truth("sizes", DECODER, sweep["histogram_file"], ",".join(map(str, plan.sizes)), timeout=400)
+    real = truth("sizes", DECODER, sweep["histogram_file"], ",".join(map(str, plan.sizes)),
+                 ",".join(str(p.size) for p in model.points), timeout=500)
+    same_run = CostModel(tuple(SizeCost(p.size, p.pool_bytes, p.capture_ms, t["eager_us"], t["replay_us"])
+                               for p, t in zip(model.points, real["sweep"])), model.shared_extra)
+    modelled = evaluate(same_run, hist, plan.sizes)
     mem_err = plan.memory_bytes / real["pool_reserved"] - 1
     speed_err = plan.speedup / real["speedup"] - 1
-    table(f"Plan for histogram {HISTOGRAM}, budget {mib(budget)}",
+    model_err = modelled.speedup / real["speedup"] - 1
+
+    def err(a: float, b: float) -> str:
+        return f"{a / b - 1:+.1%}"
+
+    table(f"Plan for histogram {HISTOGRAM}, budget {mib(budget)} (70% of the unlimited plan's memory)",
           ["set", "sizes", "memory", "capture", "mean step", "speedup"],
           [[label, ", ".join(map(str, p.sizes)), mib(p.memory_bytes), f"{p.capture_ms:.0f} ms", f"{p.mean_us:.0f} µs",
             f"{p.speedup:.2f}×"] for label, p in plans])
-    table("The recommended set captured in plain PyTorch (one pool, largest first) against the prediction",
+    table("The recommended set captured in plain PyTorch (one pool, one stream, largest first) against the prediction",
           ["", "memory", "mean step", "eager mean", "speedup"],
-          [["predicted", mib(plan.memory_bytes), f"{plan.mean_us:.0f} µs", f"{plan.eager_mean_us:.0f} µs", f"{plan.speedup:.2f}×"],
-           ["measured", mib(real["pool_reserved"]), f"{real['mean_us']:.0f} µs", f"{real['eager_mean_us']:.0f} µs",
-            f"{real['speedup']:.2f}×"],
-           ["error", f"{mem_err:+.1%}", f"{plan.mean_us / real['mean_us'] - 1:+.1%}",
-            f"{plan.eager_mean_us / real['eager_mean_us'] - 1:+.1%}", f"{speed_err:+.1%}"]])
-    table("Measured per batch (plain PyTorch)", ["batch", "weight", "captured size", "eager", "step"],
-          [[r["batch"], r["weight"], r["captured"], f"{r['eager_us']:.0f} µs", f"{r['step_us']:.0f} µs"] for r in real["rows"]])
-    measured("plan", predicted=plan.to_json(), measured={k: v for k, v in real.items() if k != "rows"},
-             memory_error=mem_err, speedup_error=speed_err)
+          [["predicted from cgtool bench's sweep", mib(plan.memory_bytes), f"{plan.mean_us:.0f} µs",
+            f"{plan.eager_mean_us:.0f} µs", f"{plan.speedup:.2f}×"],
+           ["predicted from the plain run's per-size times", "-", f"{modelled.mean_us:.0f} µs",
+            f"{modelled.eager_mean_us:.0f} µs", f"{modelled.speedup:.2f}×"],
+           ["measured (plain PyTorch)", mib(real["pool_reserved"]), f"{real['mean_us']:.0f} µs",
+            f"{real['eager_mean_us']:.0f} µs", f"{real['speedup']:.2f}×"],
+           ["error, run to run (sweep vs plain run)", f"{mem_err:+.1%}", err(plan.mean_us, real["mean_us"]),
+            err(plan.eager_mean_us, real["eager_mean_us"]), f"{speed_err:+.1%}"],
+           ["error of the planner (same run)", "-", err(modelled.mean_us, real["mean_us"]),
+            err(modelled.eager_mean_us, real["eager_mean_us"]), f"{model_err:+.1%}"]])
+    table("Measured per batch (plain PyTorch, least of 7 loops of 10, items timed in turn)",
+          ["batch", "weight", "captured size", "eager", "step (padded replay, or eager)", "planner (same run)"],
+          [[r["batch"], r["weight"], r["captured"] or "- (eager)", f"{r['eager_us']:.0f} µs", f"{r['step_us']:.0f} µs",
+            f"{_step(same_run, r['batch'], plan.sizes):.0f} µs"] for r in real["rows"]])
+    table("Per sweep size: cgtool bench (median wall) against the plain run (least loop)",
+          ["size", "eager, bench", "eager, plain", "replay, bench", "replay, plain"],
+          [[p.size, f"{p.eager_us:.0f} µs", f"{t['eager_us']:.0f} µs", f"{p.replay_us:.0f} µs", f"{t['replay_us']:.0f} µs"]
+           for p, t in zip(model.points, real["sweep"])])
+    measured("plan", predicted=plan.to_json(), planner_same_run=modelled.to_json(),
+             measured={k: v for k, v in real.items() if k not in ("rows", "sweep")},
+             memory_error=mem_err, speedup_error=speed_err, planner_error=model_err)
     assert plan.memory_bytes <= budget and plan.sizes
-    # the prediction interpolates between measured sizes and the allocator rounds segments (2 and 20 MiB):
-    # the tables state the error; these bounds only catch a model that is wrong in kind
-    assert abs(mem_err) <= 0.5 and abs(speed_err) <= 0.3
+    assert [t["size"] for t in real["sweep"]] == [p.size for p in model.points]
+    # memory: the allocator rounds segments (2 MiB, 20 MiB, 2 MiB steps above 10 MiB) and the shared-pool model is a
+    # fraction fitted on the sweep's sizes; speed: the planner's arithmetic on one run's own times. Only a model wrong
+    # in kind fails these; the run-to-run speedup error is stated, not bounded (it measures the machine's load).
+    assert abs(mem_err) <= 0.5
+    assert abs(model_err) <= 0.3
+    assert real["speedup"] > 1 and plan.speedup > 1
+
+
+def _step(model, batch: int, sizes) -> float:
+    from cgtool.bench.size_plan import step_us
+
+    return step_us(model, batch, sorted(sizes))
