@@ -246,3 +246,155 @@ def test_index_lists_tell_a_bool_mask_from_integer_indices():
     assert mask["indices"][0] == "tensors-device-bool" and ints["indices"][0] == "tensors-device"
     clauses, unexplained = infer_conditions([(mask, True), (ints, False)])
     assert clauses == [["indices:tensors-device-bool"]] and unexplained == 0
+
+
+# ---- the shipped table (cgtool/trace/data/, generated on an H200 with torch 2.11) ---------------------------------
+SYNC_STEPS = os.path.join(os.path.dirname(__file__), "..", "samples", "syncs")
+
+
+def _shipped_findings(path: str) -> list:
+    _, findings, errors = analyze_on_cpu(load_script(path))
+    assert not errors, errors
+    return [f for f in findings if f.severity == "error"]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in os.listdir(SYNC_STEPS) if n.endswith(".py")))
+def test_realistic_steps_are_found_at_their_line_with_the_shipped_table(name, monkeypatch):
+    """Each realistic step of samples/syncs/ gives exactly the rules its `# expect:` markers name, at those lines;
+    the clean one (no marker) gives nothing. tests/gpu/test_sync_table_gpu.py checks the same steps against
+    plain PyTorch on a GPU."""
+    from expect_markers import markers
+
+    monkeypatch.delenv("CGTOOL_SYNC_TABLE_DIR", raising=False)
+    sync_table._cache.clear()
+    path = os.path.join(SYNC_STEPS, name)
+    found = sorted({(f.line, f.rule) for f in _shipped_findings(path)})
+    assert found == sorted(set(markers(path))), found
+
+
+def test_python_level_syncs_are_in_the_shipped_table():
+    """The syncs outside any aten op (torch's Python code: unravel_index's torch.tensor, indexing with a 0-dim
+    tensor, torch.masked.* and torch.signal.windows.* building tensors from Python data) are Python-level entries
+    with their conditions, matched by the call the tracer sees."""
+    table = load_table("2.11")
+    assert table is not None and table.python_level
+    assert table.python_level["torch.functional.unravel_index"] == [[]]
+    assert table.python_level["Tensor.__getitem__"] == [["arg1:python-list"]]  # x[:, [0, 3]]: the list is copied
+    assert "torch.tensor" in table.python_level
+    assert not any(k.startswith("aten._to_copy") for k in table.ops)  # a copy's direction is not in the table
+
+
+def test_getitem_with_a_python_int_is_clean_and_with_a_device_scalar_syncs(tmp_path):
+    path = tmp_path / "step.py"
+    path.write_text(STEP.format(body="a = x[3] + x[ids.max()] + x[:, 1:3].sum()\n    return a + x[:, [0, 3]].sum()"))
+    found = _shipped_findings(str(path))
+    assert [(f.rule, f.line) for f in found] == [("CG101", 15), ("CG101", 16)], found
+    assert "Python list" in found[1].message
+
+
+def test_adagrad_with_its_host_step_count_captures(tmp_path):
+    """Adagrad keeps its step count in a host tensor and has no capture health check: it captures on a GPU
+    (callB, torch 2.11), so its host `.item()` is no finding."""
+    path = tmp_path / "step.py"
+    path.write_text(OPT_STEP.format(make="torch.optim.Adagrad(model.parameters(), foreach=False)"))
+    assert _shipped_findings(str(path)) == []
+
+
+def test_a_fused_kernel_without_cuda_refuses_the_stand_in_parameters():
+    """torch 2.11's Adagrad(fused=True) raises for CUDA parameters (`_device_dtype_check_for_fused(p,
+    cuda_unsupported=True)`); the CPU run's parameters stand for CUDA ones, so the stand-in raises as well."""
+    from cgtool.trace.standins import CudaStandins
+
+    import torch.optim.optimizer as optimizer
+
+    p = torch.nn.Parameter(torch.randn(3))
+    with CudaStandins():
+        with pytest.raises(RuntimeError, match="but torch.float32 and cuda"):
+            optimizer._device_dtype_check_for_fused(p, cuda_unsupported=True)
+        optimizer._device_dtype_check_for_fused(p)
+    optimizer._device_dtype_check_for_fused(p, cuda_unsupported=True)  # restored: the CPU is a fused device
+
+
+def test_python_level_entries_from_a_tables_samples():  # the shipped table's: test_python_level_syncs_are_in_...
+    """tools/sync_table.py --annotate: a table made before the generator kept Python-level syncs per call gets them
+    from its samples that synced outside any aten op; size clauses (aten-level syncs in the same call) are left out."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sync_table_tool", os.path.join(os.path.dirname(__file__), "..",
+                                                                                    "tools", "sync_table.py"))
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    table = {"python_level_syncs": ["unravel_index[torch.int16]#0", "__getitem__[torch.float32]#3",
+                                    "masked.sum[torch.float32]#1", "api: isin"],
+             "calls": {"torch.functional.unravel_index": {"when": [[]], "seen": 2, "synced": 2},
+                       "Tensor.__getitem__": {"when": [["arg1:0d"], ["arg0:numel>=625", "arg1:other"]], "seen": 5,
+                                              "synced": 3},
+                       "torch.tensor": {"when": [[]], "seen": 9, "synced": 9}}}
+    def no_op_db(*a, **k):
+        raise ImportError("no op_db here")
+
+    tool.opinfo_samples = no_op_db  # without the samples: the calls' own clauses, less those on sizes
+    out = tool.python_level_from_labels(table)
+    assert out["torch.functional.unravel_index"]["when"] == [[]]
+    assert out["Tensor.__getitem__"]["when"] == [["arg1:0d"]]
+    assert out["torch.tensor"]["examples"] == ["masked.sum"]
+
+
+def test_a_capture_that_fails_at_a_syncing_op_is_that_sync():
+    """GPU run: the tracer keeps the table's word as `table_sync` (no finding by itself); a capture that fails at
+    that op's line is reported as the sync (CG101, confirmed, the capture error in the message), not as CG501."""
+    from cgtool.checks.capture import check_capture_failure
+    from cgtool.checks.sync import check_sync, sync_at_capture_failure
+    from cgtool.model.finding import CONFIRMED
+    from cgtool.model.frame import Frame
+    from cgtool.model.report_parts import ErrorRecord
+    from cgtool.model.trace import ATEN, Iteration, OpRecord, Trace
+
+    at = Frame(file="step.py", line=9, function="step", source="u, s, v = torch.linalg.svd(a)")
+    other = Frame(file="step.py", line=8, function="step", source="a = x @ x.T")
+    op = OpRecord(ATEN, "aten._linalg_svd", ((16, 16),), ("float32",), ("cuda:0",), frame=0,
+                  detail={"table_sync": "A has numel >=4", "sync_table": "2.11.0+cu130"})
+    trace = Trace(device="cuda", frames=[at, other],
+                  iterations=[Iteration(0, "capture", [OpRecord(ATEN, "aten.mm", frame=1), op])])
+    assert check_sync(trace) == []  # the table alone makes no finding on the GPU run
+    record = ErrorRecord("capture", "RuntimeError", "CUDA error: operation not permitted when stream is capturing",
+                         (at,), "cudaErrorStreamCaptureUnsupported")
+    found = sync_at_capture_failure(trace, record)
+    assert [(f.rule, f.line, f.evidence) for f in found] == [("CG101", 9, CONFIRMED)]
+    assert "_linalg_svd" in found[0].message and "operation not permitted" in found[0].message
+    assert check_capture_failure(record, found) == []  # no CG501 beside it
+    elsewhere = ErrorRecord("capture", "RuntimeError", "boom", (other,))
+    assert sync_at_capture_failure(trace, elsewhere) == []
+
+
+def test_the_hand_kept_aten_roles_against_the_shipped_table():
+    """op_roles keeps roles the table cannot say. Where the table saw a listed op, it confirms it syncs (always, or
+    under conditions the role's own refinement states: histc without a range, repeat_interleave without
+    output_size, equal of matching sizes); the rest are ops sync debug mode never saw as the outermost aten op on
+    CUDA in the float32 samples (is_nonzero and argwhere decompose; unique with a dim syncs inside thrust)."""
+    import json
+
+    from cgtool.trace import op_roles as R
+
+    with open(os.path.join(sync_table.DATA_DIR, "sync_table-2.11.json")) as f:
+        table = json.load(f)
+    packets = {}
+    for name, entry in table["ops"].items():
+        packets.setdefault(name.rsplit(".", 1)[0], []).append(entry["when"])
+    listed = R.SCALAR_READ_ATEN | R.DATA_DEPENDENT_ATEN | {R.REPEAT_ATEN}
+    confirmed = sorted(n for n in listed if n in packets)
+    assert {"aten._local_scalar_dense", "aten.equal", "aten.nonzero", "aten.masked_select", "aten._unique2",
+            "aten.bincount", "aten.histc", "aten.unique_consecutive", "aten.repeat_interleave"} <= set(confirmed)
+    assert packets["aten.nonzero"] == [[[]]] and packets["aten.bincount"] == [[[]]]  # always
+    read = {k.rsplit(".", 1)[0] for k in sync_table.SyncTable.from_json(table).ops}
+    assert "aten._to_copy" in packets and not (R.COPY_ATEN & read)  # copies: judged by direction, not the table
+
+
+def test_one_hot_is_clean_with_num_classes_and_a_sync_without(tmp_path):
+    """The shipped table: one_hot reads the data's max on CUDA unless num_classes is given (its input check runs
+    on the CPU only); its entry has a sync its clause does not explain, so only an argument given clears it."""
+    path = tmp_path / "step.py"
+    path.write_text(STEP.format(body="a = torch.nn.functional.one_hot(ids, num_classes=8)\n"
+                                     "    return a + torch.nn.functional.one_hot(ids)"))
+    found = _shipped_findings(str(path))
+    assert [(f.rule, f.line) for f in found] == [("CG101", 16)], found

@@ -75,6 +75,8 @@ class CallWatch(TorchFunctionMode):
         super().__init__()
         self.sync_watch = syncs
         self.calls: list[tuple[str, Features, bool]] = []
+        self.outside: list[tuple[str, Features, bool | None]] = []  # per call: synced outside any aten op (None:
+        # it synced inside one, so it tells nothing about Python-level syncs)
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
@@ -86,19 +88,24 @@ class CallWatch(TorchFunctionMode):
         try:
             out = func(*args, **kwargs)
         except RuntimeError as exc:
-            if _is_sync_error(exc):
+            if _is_sync_error(exc):  # SyncWatch reruns an aten op that synced: this one was outside any aten op
                 self.calls.append((name, feats, True))
+                self.outside.append((name, feats, True))
             raise
-        self.calls.append((name, feats, self.sync_watch.syncs > before))
+        inside = self.sync_watch.syncs > before
+        self.calls.append((name, feats, inside))
+        self.outside.append((name, feats, None if inside else False))
         return out
 
 
-Watched = tuple[list[tuple[str, Features, bool]], list[tuple[str, Features, bool]], "str | None"]
+Watched = tuple[list[tuple[str, Features, bool]], list[tuple[str, Features, bool]], "str | None",
+                list[tuple[str, Features, "bool | None"]]]
 
 
 def run_watched(call: Callable[[], Any], device: str = "cuda") -> Watched:
     """Run `call` on CUDA under sync debug mode "error": the aten calls seen, the Python-level calls seen, and
-    "python" when a sync happened outside any aten op (or the error text when the call failed otherwise)."""
+    "python" when a sync happened outside any aten op (or the error text when the call failed otherwise), and per
+    Python-level call whether it synced outside any aten op."""
     watch = SyncWatch()
     calls = CallWatch(watch)
     problem = None
@@ -116,7 +123,7 @@ def run_watched(call: Callable[[], Any], device: str = "cuda") -> Watched:
     finally:
         if cuda:
             torch.cuda.set_sync_debug_mode(0)
-    return watch.calls, calls.calls, problem
+    return watch.calls, calls.calls, problem, calls.outside
 
 
 def load_op_db() -> list[Any]:
@@ -124,7 +131,7 @@ def load_op_db() -> list[Any]:
     class; where it is missing, unittest's TestCase stands in (the samples do not use it)."""
     import importlib.util
 
-    if importlib.util.find_spec("expecttest") is None:
+    if "expecttest" not in sys.modules and importlib.util.find_spec("expecttest") is None:
         import types
         import unittest
 
@@ -189,6 +196,10 @@ def api_cases(device: str) -> list[tuple[str, Callable[[], Any]]]:
         ("index with a 0-dim device tensor", lambda: x[i0]),
         ("index_put with a 0-dim device tensor", lambda: x.clone().__setitem__(i0, 0.0)),
         ("index with a Python int", lambda: x[3]),
+        ("index with a slice", lambda: x[:, 1:3]),
+        ("index with a Python list", lambda: x[:, [0, 3]]),
+        ("index_put with a Python list", lambda: x.clone().__setitem__((slice(None), [0, 3]), 0.0)),
+        ("index_put with a Python int", lambda: x.clone().__setitem__(3, 0.0)),
         ("unravel_index", lambda: torch.unravel_index(v, (2, 5))),
         ("masked_fill device scalar", lambda: x.masked_fill(mask, s0)),
         ("masked_fill Python number", lambda: x.masked_fill(mask, -1e4)),
@@ -229,12 +240,14 @@ def api_cases(device: str) -> list[tuple[str, Callable[[], Any]]]:
 
 
 def collect(limit_s: float = 150.0, device: str = "cuda", ops: list[str] | None = None,
-            on_sample: Callable[[str, Any, Any], None] | None = None) -> dict[str, Any]:
+            on_sample: Callable[[str, Any, Any], None] | None = None,
+            dtypes: tuple[torch.dtype, ...] = DTYPES) -> dict[str, Any]:
     """Run everything; return per aten overload and per Python-level call its observations, per sample whether
     it synced ("truth"), and the counts. `on_sample(label, op, sample)` sees each OpInfo sample before it runs."""
     torch.manual_seed(0)
     obs: dict[str, list[tuple[Features, bool]]] = {}
     call_obs: dict[str, list[tuple[Features, bool]]] = {}
+    outside_obs: dict[str, list[tuple[Features, bool]]] = {}  # per call: synced outside any aten op, or ran clean
     synced_by: dict[str, set[str]] = {}  # op -> labels of samples/APIs where it synced (a few)
     python_level: list[str] = []
     ops_run: set[str] = set()
@@ -243,8 +256,13 @@ def collect(limit_s: float = 150.0, device: str = "cuda", ops: list[str] | None 
     truth: dict[str, bool | None] = {}  # per sample: synced on CUDA (None: it failed on its own)
 
     def record(label: str, calls: list[tuple[str, Features, bool]], py_calls: list[tuple[str, Features, bool]],
-               problem: str | None) -> None:
+               problem: str | None, outside: list[tuple[str, Features, bool | None]]) -> None:
         nonlocal errors
+        for name, feats, synced in outside:
+            if synced is not None:
+                outside_obs.setdefault(name, []).append((feats, synced))
+            if synced and len(synced_by.setdefault("python:" + name, set())) < 5:
+                synced_by["python:" + name].add(label.split("[", 1)[0])
         truth[label] = None if problem and problem != "python" else (problem == "python" or any(s for _, _, s in calls))
         for name, feats, synced in py_calls:
             call_obs.setdefault(name, []).append((feats, synced))
@@ -258,7 +276,7 @@ def collect(limit_s: float = 150.0, device: str = "cuda", ops: list[str] | None 
             errors += 1
 
     progress: dict[str, Any] = {}
-    for label, call, op, sample in opinfo_samples(device, limit_s=limit_s, ops=ops, progress=progress):
+    for label, call, op, sample in opinfo_samples(device, dtypes, limit_s=limit_s, ops=ops, progress=progress):
         if on_sample is not None:
             on_sample(label, op, sample)
         ops_run.add(op.name)
@@ -267,7 +285,7 @@ def collect(limit_s: float = 150.0, device: str = "cuda", ops: list[str] | None 
     for label, call in api_cases(device):
         samples += 1
         record("api: " + label, *run_watched(call, device))
-    return {"obs": obs, "call_obs": call_obs, "synced_by": synced_by, "truth": truth, "progress": progress, "python_level": python_level, "ops_run": len(ops_run),
+    return {"obs": obs, "call_obs": call_obs, "outside_obs": outside_obs, "synced_by": synced_by, "truth": truth, "progress": progress, "python_level": python_level, "ops_run": len(ops_run),
             "samples": samples, "errors": errors}
 
 
@@ -286,12 +304,20 @@ def build_table(result: dict[str, Any], seconds: float) -> dict[str, Any]:
             calls[name] = {"when": clauses, "seen": len(observations),
                            "synced": sum(1 for _, s in observations if s), "unexplained": unexplained}
     clean_calls = sorted(n for n in result["call_obs"] if n not in calls)
-    return {"schema": TABLE_SCHEMA, "torch_version": torch.__version__, "calls": calls, "clean_calls": clean_calls,
+    clean_ops = sorted(n for n in result["obs"] if n not in ops)  # seen, never synced
+    python_level = {}
+    for name, observations in sorted(result.get("outside_obs", {}).items()):
+        clauses, unexplained = infer_conditions(observations, sizes=False)
+        if clauses:
+            python_level[name] = {"when": clauses, "seen": len(observations), "unexplained": unexplained,
+                                  "synced": sum(1 for _, s in observations if s),
+                                  "examples": sorted(result["synced_by"].get("python:" + name, ()))}
+    return {"schema": TABLE_SCHEMA, "torch_version": torch.__version__, "calls": calls, "clean_calls": clean_calls, "clean_ops": clean_ops,
             "dtypes": result["progress"].get("dtypes", []), "cut_short": result["progress"].get("stopped", False), "cuda": torch.version.cuda,
             "device": torch.cuda.get_device_name() if torch.cuda.is_available() else "cpu (plumbing only)", "generated_by": "tools/sync_table.py",
             "opinfo_ops": result["ops_run"], "samples": result["samples"], "sample_errors": result["errors"],
             "aten_overloads_seen": len(result["obs"]), "seconds": round(seconds, 1),
-            "python_level_syncs": result["python_level"], "ops": ops}
+            "python_level_syncs": result["python_level"], "python_level": python_level, "ops": ops}
 
 
 def summary(table: dict[str, Any], path: str) -> str:
@@ -310,16 +336,107 @@ def summary(table: dict[str, Any], path: str) -> str:
     for name, e in table["calls"].items():
         when = "; or ".join(describe(c) for c in e["when"]) or "-"
         lines.append(f"| `{name}` | {e['synced']} / {e['seen']} | {when} | {e['unexplained']} |")
+    if table.get("python_level"):
+        lines += ["", "Python-level syncs (outside any aten op), by call:", "", "| call | synced / seen | when |",
+                  "|---|---|---|"]
+        for name, e in table["python_level"].items():
+            lines.append(f"| `{name}` | {e['synced']} / {e['seen']} | {'; or '.join(describe(c) for c in e['when'])} |")
     if table["python_level_syncs"]:
-        lines += ["", "Syncs outside any aten op: " + ", ".join(table["python_level_syncs"])]
+        families: dict[str, int] = {}
+        for label in table["python_level_syncs"]:
+            family = label.split("[", 1)[0]
+            families[family] = families.get(family, 0) + 1
+        lines += ["", f"Samples that synced outside any aten op: {len(table['python_level_syncs'])} ("
+                  + ", ".join(f"{k} {v}" for k, v in families.items()) + ")"]
     return "\n".join(lines) + "\n"
+
+
+def _resolve(opinfo_name: str) -> Any:
+    """The torch callable an OpInfo name stands for ("unravel_index", "__getitem__", "masked.sum"), or None."""
+    for root in (torch, torch.Tensor):
+        obj = root
+        for part in opinfo_name.split("."):
+            obj = getattr(obj, part, None)
+            if obj is None:
+                break
+        if obj is not None:
+            return obj
+    return None
+
+
+def python_level_from_labels(table: dict[str, Any]) -> dict[str, Any]:
+    """For a table made before the generator kept Python-level syncs per call: the calls named by its
+    `python_level_syncs` samples (an OpInfo sample that synced outside any aten op) whose own entry in `calls`
+    explains the sync, with the clauses on argument kinds only (a size clause there came from an aten-level
+    sync inside the same call, as a boolean mask in `__getitem__`)."""
+    out: dict[str, Any] = {}
+    inner: set[str] = set()  # OpInfo names that are no torch function: the sync is a torch call inside them
+    for label in table.get("python_level_syncs", ()):
+        if label.startswith("api: "):
+            continue  # an API case is a lambda: its own torch.tensor(..., device=...) argument may be the sync
+        family = label.split("[", 1)[0]
+        func = _resolve(family)
+        name = call_name(func) if func is not None else None
+        entry = table["calls"].get(name) if name else None
+        if entry is None:
+            inner.add(family)
+            continue
+        if name not in out:
+            out[name] = _relearn(name, family, table["python_level_syncs"], entry)
+    out = {k: v for k, v in out.items() if v["when"]}
+    # torch.masked.*, torch.signal.windows.*: plain Python functions whose inner torch.tensor(data, device=cuda)
+    # copies Python data to the GPU (the outermost torch call a TorchFunctionMode sees inside them)
+    factory = table["calls"].get("torch.tensor")
+    if inner and factory and factory["when"] == [[]]:
+        out["torch.tensor"] = {"when": [[]], "seen": factory["seen"], "synced": factory["synced"], "unexplained": 0,
+                               "examples": sorted(inner)}
+    return out
+
+
+def _relearn(name: str, family: str, synced_labels: list[str], entry: dict[str, Any]) -> dict[str, Any]:
+    """The Python-level conditions of call `name` from the OpInfo samples of `family`, made again on the CPU (their
+    arguments have the same structure as on CUDA; every tensor counts as a device tensor), each synced or not as
+    the table's run recorded (`python_level_syncs`), on argument kinds only. Without the samples: the call's own
+    clauses, less those on sizes."""
+    synced = set(synced_labels)
+    obs: list[tuple[Features, bool]] = []
+    try:
+        for label, _, op, sample in opinfo_samples("cpu", dtypes=(torch.float32,), limit_s=600.0, ops=[family]):
+            obs.append((features(None, (sample.input, *sample.args), dict(sample.kwargs), lambda t: True),
+                        label in synced))
+    except Exception:  # noqa: BLE001 - op_db unavailable: fall back on the call's clauses
+        obs = []
+    if obs and any(s for _, s in obs):
+        when, unexplained = infer_conditions(obs, sizes=False)
+        return {"when": when, "seen": len(obs), "synced": sum(1 for _, s in obs if s), "unexplained": unexplained,
+                "examples": [family], "learned_from": "OpInfo samples made on the CPU, outcomes of the table's run"}
+    when = [c for c in entry["when"] if not any(":numel" in a for a in c)]
+    return {"when": when, "seen": entry["seen"], "synced": entry["synced"], "unexplained": 0, "examples": [family]}
+
+
+def annotate(path: str) -> dict[str, Any]:
+    """Add the `python_level` section to a table that lacks it (see python_level_from_labels); rewrites `path`."""
+    with open(path) as f:
+        table = json.load(f)
+    if "python_level" not in table:
+        table["python_level"] = python_level_from_labels(table)
+        with open(path, "w") as f:
+            json.dump(table, f, indent=1, sort_keys=True)
+            f.write("\n")
+    return table
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=os.environ.get("OUT", "."), help="folder for the table and its summary")
     p.add_argument("--limit", type=float, default=150.0, help="seconds after which no further dtype is started (all samples stop at 1.5 times this)")
+    p.add_argument("--annotate", metavar="TABLE", help="add the python_level section to TABLE (a table made "
+                   "before the generator kept it; no CUDA needed) and exit")
     a = p.parse_args(argv)
+    if a.annotate:
+        table = annotate(a.annotate)
+        print(json.dumps(table["python_level"], indent=1))
+        return 0
     if not torch.cuda.is_available():
         print("tools/sync_table.py needs a CUDA device", file=sys.stderr)
         return 2

@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cgtool.checks.common import capture_iterations, finding_at
-from cgtool.model.finding import Finding
+from cgtool.model.finding import CONFIRMED, Finding
+from cgtool.model.report_parts import ErrorRecord
 from cgtool.model.trace import ATEN, CALL, SYNC_WARNING, OpRecord, Trace
 from cgtool.trace import op_roles as R
 from cgtool.trace.frame_table import describe_library_frame
@@ -37,10 +38,8 @@ def check_sync(trace: Trace) -> list[Finding]:
     for it in capture_iterations(trace):
         ops = it.ops
         for k, op in enumerate(ops):
-            if op.host:
-                if is_optimizer_host_read(op):
-                    out.append(_optimizer(trace, op, tuple((op.detail or {}).get("via", ()))))
-                continue
+            if op.host:  # a host tensor's read waits for nothing: an optimizer's host step count (Adagrad) captures;
+                continue  # torch's capture health check decides for the optimizers with a capturable flag
             f = _op_finding(trace, op, ops, k)
             if f is not None:
                 out.append(f)
@@ -52,6 +51,12 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
     detail = op.detail or {}
     via = tuple(detail.get("via", ()))
     if op.kind == CALL:
+        if detail.get("python_level"):
+            when = "with any arguments" if detail["sync_when"] == "always" else f"when {detail['sync_when']}"
+            return _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA in torch's Python "
+                               f"code, outside any aten op, {when} (sync table of torch {detail.get('sync_table')})", via)
+        if op.name in R.EQUAL_CALLS and len(set(op.shapes[:2])) > 1:
+            return None  # tensors of different sizes: equal answers False without reading them (CUDA too)
         if op.name in R.SCALAR_READ_CALLS:
             aten = _following_aten(ops, k, R.SCALAR_READ_ATEN)
             return _scalar_read(trace, op, R.SCALAR_READ_CALLS[op.name], aten, via)
@@ -62,6 +67,8 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
     if op.kind == ATEN:
         if detail.get("gpu_clean"):  # inside a call the sync table saw run clean on CUDA with these arguments
             return None
+        if op.name == R.EQUAL_ATEN and len(set(op.shapes[:2])) > 1:
+            return None  # tensors of different sizes: equal answers False without reading them (CUDA too)
         if op.name in R.SCALAR_READ_ATEN:
             return _scalar_read(trace, op, f"`{op.name}`", None, via)
         if (op.name in R.DATA_DEPENDENT_ATEN and not detail.get("fixed_size")) or detail.get("data_dependent"):
@@ -81,6 +88,30 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
         return finding_at(trace, "CG101", op.frame, "a synchronizing CUDA operation runs here "
                           "(reported by torch.cuda.set_sync_debug_mode)")
     return None
+
+
+def sync_at_capture_failure(trace: Trace, record: ErrorRecord) -> list[Finding]:
+    """GPU run: a capture that failed at a line where an op runs that synchronizes on CUDA by the sync table (a
+    sync that sync debug mode did not report in the warmup: a library's own copy or stream wait) is that sync,
+    CG101 with the capture's error as evidence, not a generic capture error (CG501)."""
+    frame = record.user_frame
+    if frame is None:
+        return []
+    for it in reversed(capture_iterations(trace)):
+        for op in reversed(it.ops):
+            when = (op.detail or {}).get("table_sync")
+            if when is None:
+                continue
+            f = finding_at(trace, "CG101", op.frame, "")
+            if (f.file, f.line) != (frame.file, frame.line):
+                continue
+            words = "with any arguments" if when == "always" else f"when {when}"
+            error = f"{record.cuda_error + ': ' if record.cuda_error else ''}{record.message}"
+            f = _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA {words} (sync table of "
+                            f"torch {(op.detail or {}).get('sync_table')}); the capture failed here: {error[:300]}",
+                            tuple((op.detail or {}).get("via", ())))
+            return [replace(f, evidence=CONFIRMED)]
+    return []
 
 
 def _following_aten(ops: list[OpRecord], k: int, names: frozenset[str]) -> str | None:
@@ -123,8 +154,7 @@ def is_optimizer_host_read(op: OpRecord) -> bool:
 def _optimizer(trace: Trace, op: OpRecord, via: tuple[str, ...]) -> Finding:
     module = next((v.split(":")[0] for v in reversed(via) if "torch/optim/" in v and "optimizer.py" not in v),
                   "torch/optim")
-    where = "its step count on the host" if op.host else "a GPU value on the host"
-    return finding_at(trace, "CG404", op.frame, f"the optimizer ({module}) reads {where} (`{op.name}` in "
+    return finding_at(trace, "CG404", op.frame, f"the optimizer ({module}) reads a GPU value on the host (`{op.name}` in "
                       f"{describe_library_frame(via[-1]) if via else module}): without capturable=True it cannot be captured (PyTorch "
                       "raises `Attempting CUDA graph capture of step() ... capturable is False`)")
 
@@ -145,7 +175,12 @@ def _event_findings(trace: Trace) -> list[Finding]:
     return out
 
 
+def _secondary(f: Finding) -> bool:
+    return "set_sync_debug_mode" in f.message or "outside any aten op" in f.message
+
+
 def _without_redundant_warnings(findings: list[Finding]) -> list[Finding]:
-    """A sync-debug warning adds nothing where another sync finding names the same line."""
-    named = {(f.file, f.line) for f in findings if "set_sync_debug_mode" not in f.message}
-    return [f for f in findings if "set_sync_debug_mode" not in f.message or (f.file, f.line) not in named]
+    """A sync-debug warning, or a Python-level sync from the sync table, adds nothing where another sync
+    finding names the same line."""
+    named = {(f.file, f.line) for f in findings if not _secondary(f)}
+    return [f for f in findings if not _secondary(f) or (f.file, f.line) not in named]

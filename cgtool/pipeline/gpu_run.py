@@ -19,6 +19,8 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     import torch
 
     from cgtool.checks.capture import check_capture_failure, check_captured
+    from cgtool.checks.sync import sync_at_capture_failure
+    from cgtool.model.finding import CONFIRMED
     from cgtool.checks.verdict import judge
     from cgtool.pipeline.gpu_analysis import GpuAnalysis
     from cgtool.pipeline.rank_gate import after_capture
@@ -32,6 +34,8 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         report.status = CAPTURE_FAILED
         report.errors.append(failed.record)
         report.findings.extend(judge(analysis.findings(), CAPTURE_FAILED, failed.record, None))
+        if analysis.tracer is not None and not any(f.evidence == CONFIRMED for f in report.findings):
+            report.findings.extend(sync_at_capture_failure(analysis.tracer.trace, failed.record))
         report.findings.extend(check_capture_failure(failed.record, report.findings))
         frame = failed.record.user_frame
         after_capture(False, f"capture failed at {frame.file}:{frame.line}" if frame else "capture failed")

@@ -12,6 +12,7 @@ import torch
 from cgtool.model.trace import CALL, OpRecord
 from cgtool.trace import op_roles as R
 from cgtool.trace.frame_table import SKIPPED
+from cgtool.trace.sync_conditions import describe, features
 
 Tensor = torch.Tensor
 _DTYPE_NAMES: dict[Any, str] = {}
@@ -145,6 +146,30 @@ class CallRecorder:
         if "scalars" in detail:
             self.sized_by_call = detail  # _after_call adds the output shape: a size or a value changed?
         return host, target
+
+    def python_level_sync(self, name: str, args: tuple, kwargs: dict) -> None:
+        """Record a call that the sync table saw synchronize outside any aten op on CUDA with these
+        arguments (`unravel_index` copies its shape to the device, indexing with a 0-dim device tensor reads it
+        on the host): a CALL record whose detail has `sync_when` and `python_level`."""
+        table = self.sync_table
+        if table is None or self.ops is None or name not in table.python_level or name in R.DATA_FACTORY_CALLS:
+            return  # torch.tensor(data, device=...) inside torch.masked.*: CG402 names that copy already
+        tensors, _ = _scan_call(args, kwargs)
+        if self.call_side(name, tensors, kwargs.get("device") if kwargs else None):
+            return  # host tensors only: no device, nothing to wait for
+        clause = table.python_level_sync(name, features(None, args, kwargs, lambda t: not self.is_host(t)))
+        if clause is None:
+            return
+        inner, outer = self.where(3)  # above this frame and the function mode's (both cgtool's)
+        if inner == SKIPPED:
+            return
+        detail = {self.sync_key: describe(clause), "via": self.frame_table.library_path(sys._getframe(1)),
+                  "sync_table": table.torch_version + (f" ({table.note})" if table.note else "")}
+        if self.virtual_cuda:
+            detail["python_level"] = True  # a finding on the CPU run; on the GPU run it names a failed capture
+        self.ops.append(OpRecord(CALL, name, tuple(tuple(t.shape) for t in tensors),
+                                 tuple(dtype_name(t.dtype) for t in tensors), tuple(device_name(t) for t in tensors),
+                                 inner, outer, None, None, False, detail, self.frame_table.issuer))
 
     def call_side(self, name: str, tensors: list[Tensor], dev_arg: Any) -> bool:
         """True when the call works on the host only (no device tensor in, no device out)."""

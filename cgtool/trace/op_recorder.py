@@ -84,8 +84,10 @@ class OpRecorder(CallRecorder):
         self.call_kinds: dict[Any, tuple[str, int]] = {}
         self.meta_cache: dict[tuple, tuple[tuple[str, ...], tuple[str, ...], int]] = {}
         # The CPU run judges aten ops by the sync table generated on a GPU (cgtool/trace/sync_table.py):
-        # per OpOverload, the clauses under which it syncs on CUDA, None when it never does.
-        self.sync_table: SyncTable | None = load_table(torch.__version__) if virtual_cuda else None
+        # per OpOverload, the clauses under which it syncs on CUDA, None when it never does. The GPU run keeps the
+        # table's word as `table_sync` only, no finding by itself: it names the sync when a capture fails there.
+        self.sync_table: SyncTable | None = load_table(torch.__version__)
+        self.sync_key = "sync_when" if virtual_cuda else "table_sync"
         self.sync_when: dict[Any, list[list[str]] | None] = {}
         self.outer_call: tuple[str, tuple, dict] | None = None  # the Python-level call in flight (name, args, kwargs)
         self.origin: str | None = None  # where a host tensor made by the call in flight comes from, if not _phase
@@ -210,7 +212,7 @@ class OpRecorder(CallRecorder):
             detail = self.aten_detail(name, args, kwargs, tensors)
         if self.sync_table is not None and not host:
             detail = self.table_detail(func, args, kwargs, detail)
-            if detail and _SYNC_KEYS & detail.keys() and self.outer_call is not None:
+            if detail and _SYNC_KEYS & detail.keys() and self.outer_call is not None and self.virtual_cuda:
                 self.note_gpu_clean(detail)
         ops = self.ops
         if ops is not None:
@@ -234,7 +236,7 @@ class OpRecorder(CallRecorder):
         if clause is None:
             return detail
         d = dict(detail or {})
-        d["sync_when"] = describe(clause)
+        d[self.sync_key] = describe(clause)
         d["sync_table"] = table.torch_version + (f" ({table.note})" if table.note else "")
         d.setdefault("via", self.frame_table.library_path(sys._getframe(1)))
         return d
@@ -264,8 +266,8 @@ class OpRecorder(CallRecorder):
         gen = kwargs.get("generator")
         if gen is not None:
             d.update(self.generator_detail(gen))
-        if name == R.HISTC_ATEN and _histc_range(args, kwargs):
-            d["fixed_size"] = True  # histc with a given range: `bins` outputs, no host read of min/max
+        if name == R.HISTC_ATEN and (_histc_range(args, kwargs) or (tensors and tensors[0].numel() == 0)):
+            d["fixed_size"] = True  # histc with a given range (or of no elements): `bins` outputs, no read of min/max
         elif name in R.SCALAR_READ_ATEN or name in R.DATA_DEPENDENT_ATEN:
             d["via"] = self.frame_table.library_path(sys._getframe(1))
         elif name in R.INDEX_ATEN:

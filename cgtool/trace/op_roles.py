@@ -1,5 +1,13 @@
 """What an aten op or a Python-level tensor call means for capture: a host sync, a data-dependent size,
-a copy between host and device, a tensor built from host data. Shared by the tracer and the checks."""
+a copy between host and device, a tensor built from host data. Shared by the tracer and the checks.
+
+Which aten ops synchronize on CUDA, and under which arguments, is the sync table's answer (generated on a GPU,
+cgtool/trace/sync_table.py; 37 overloads in torch 2.11). The aten lists here keep only what the table cannot say:
+the role of an op (a value read: CG101; an output sized by the data: CG102 and the shape checks, on the GPU run
+too, where no table decides), refinements of a role by its arguments (histc's range, equal's sizes, a bool mask
+among indices, repeat_interleave's output_size), and syncs that sync debug mode does not see (thrust inside
+unique with a dim), which no generated table can hold. tests/test_sync_table.py checks that the shipped table
+confirms every listed op it saw syncing."""
 
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ DATA_DEPENDENT_ATEN = frozenset({
     "aten._unique", "aten._unique2", "aten.unique_dim", "aten.unique_consecutive", "aten.unique_dim_consecutive",
     "aten.bincount", "aten.histc",
 })
+EQUAL_ATEN = "aten.equal"  # reads only when the sizes match (different sizes: False at once)
 HISTC_ATEN = "aten.histc"  # data-dependent only without a range (min == max: the range is read from the data)
 # Ops that are data-dependent only with a boolean index tensor among their indices.
 INDEX_ATEN = frozenset({"aten.index", "aten.index_put", "aten.index_put_", "aten._index_put_impl", "aten._index_put_impl_"})
@@ -40,6 +49,7 @@ SCALAR_READ_CALLS = {
     "torch.is_nonzero": "`torch.is_nonzero`",
     "Tensor.is_nonzero": "`.is_nonzero()`",
 }
+EQUAL_CALLS = frozenset({"torch.equal", "Tensor.equal"})
 TO_HOST_CALLS = {
     "Tensor.tolist": "`.tolist()`",
     "Tensor.numpy": "`.numpy()`",

@@ -131,6 +131,7 @@ class CudaStandins(StandinStreams):
         self._set(torch.Tensor, "record_stream", lambda tensor, stream: None)
         self._install_capturable_optimizers()
         self._install_optimizer_health_check()
+        self._install_fused_check()
         self._install_grad_scaler()
 
     def _install_capturable_optimizers(self) -> None:
@@ -149,6 +150,28 @@ class CudaStandins(StandinStreams):
             if getattr(module, "__name__", "").startswith("torch.optim") and \
                     getattr(module, "_get_capturable_supported_devices", None) is real:
                 self._set(module, "_get_capturable_supported_devices", supported)
+
+    def _install_fused_check(self) -> None:
+        """An optimizer whose fused kernel has no CUDA version (Adagrad in torch 2.11: `_device_dtype_check_for_fused
+        (p, cuda_unsupported=True)`) refuses CUDA parameters; on the CPU run its parameters stand for CUDA ones, so
+        the stand-in refuses them as torch does on a GPU (the CPU is among the fused devices)."""
+        optimizer = sys.modules.get("torch.optim.optimizer")
+        real = getattr(optimizer, "_device_dtype_check_for_fused", None)
+        devices = getattr(optimizer, "_get_fused_kernels_supported_devices", None)
+        if real is None or devices is None:
+            return
+
+        def check(p: Any, cuda_unsupported: bool = False) -> None:
+            if cuda_unsupported:
+                supported = [d for d in devices() if d != "cuda"]
+                raise RuntimeError("`fused=True` requires all the params to be floating point Tensors of supported "
+                                   f"devices: {supported} but {p.dtype} and cuda")
+            real(p, cuda_unsupported)
+
+        for module in list(sys.modules.values()):
+            if getattr(module, "__name__", "").startswith("torch.optim") and \
+                    getattr(module, "_device_dtype_check_for_fused", None) is real:
+                self._set(module, "_device_dtype_check_for_fused", check)
 
     def _install_optimizer_health_check(self) -> None:
         """torch's capture health check (Optimizer._accelerator_graph_capture_health_check) returns at once

@@ -18,7 +18,7 @@ Tensor = torch.Tensor
 IsDevice = Callable[[Tensor], bool]
 # The features of one call: arg name -> (kind, numel, 0-dim); kind in device/host/device-bool/host-bool/number/
 # number-neg (a negative number, often a sentinel: one_hot's num_classes=-1)/true/false/none/default/tensors-device/tensors-host/other; numel is -1 for non-tensors. A Python-level call
-# (no schema) names its arguments arg0, arg1, ... and its keywords by name.
+# (no schema) names its arguments arg0, arg1, ... and its keywords by name; its arguments may also be python-list.
 Features = dict[str, tuple[str, int, bool]]
 
 
@@ -39,13 +39,22 @@ def features(func: Any, args: tuple, kwargs: dict, is_device: IsDevice) -> Featu
     given.update(kwargs)
     if not names:  # a Python-level call (torch.nn.functional.one_hot): positions and keyword names
         for i, a in enumerate(args):
-            out[f"arg{i}"] = _one(a, is_device)
+            out[f"arg{i}"] = _python_one(a, is_device)
         for k, a in kwargs.items():
-            out[k] = _one(a, is_device)
+            out[k] = _python_one(a, is_device)
         return out
     for name, _ in names:
         out[name] = _one(given[name], is_device) if name in given else ("default", -1, False)
     return out
+
+
+def _python_one(v: Any, is_device: IsDevice) -> tuple[str, int, bool]:
+    """_one for a Python-level call's argument, which may also be "python-list": Python data that torch turns into
+    a tensor and copies to the device (an index `x[:, [0, 3]]`, a list or a tuple with a list in it)."""
+    if isinstance(v, list) and v and not any(isinstance(x, Tensor) for x in v) or \
+            isinstance(v, tuple) and any(isinstance(x, list) for x in v):
+        return ("python-list", -1, False)
+    return _one(v, is_device)
 
 
 def _one(v: Any, is_device: IsDevice) -> tuple[str, int, bool]:
@@ -133,7 +142,8 @@ _WORDS = {"device": "is a device tensor", "host": "is a host tensor", "device-bo
           "tensor": "is a tensor", "0d": "is a 0-dim tensor", "nd": "is a tensor of 1+ dims",
           "tensors-device": "holds device tensors", "tensors-host": "holds host tensors only",
           "tensors-device-bool": "holds device tensors, a bool mask among them",
-          "tensors-host-bool": "holds host tensors only, a bool mask among them", "other": "is given"}
+          "tensors-host-bool": "holds host tensors only, a bool mask among them", "other": "is given",
+          "python-list": "holds a Python list (copied to the device as a tensor)"}
 
 
 def _atom_words(atom: str) -> str:

@@ -14,6 +14,11 @@ from typing import Any
 
 from cgtool.trace.sync_conditions import Features, atoms, holds
 
+# Copies sync when they go from the device to the host: a direction the table's conditions cannot express (a
+# sample copying to the host syncs, the same op casting on the device does not). The analysis judges copies
+# by their source and target (op_roles.COPY_ATEN, `move` in an op's detail), not by the table.
+COPY_ATEN = frozenset({"aten._to_copy", "aten.copy_", "aten.copy", "aten.to"})
+
 TABLE_SCHEMA = 1
 DATA_DIR = os.path.join(os.path.dirname(__file__), "data")
 _NAME = re.compile(r"^sync_table-(\d+)\.(\d+)\.json$")
@@ -32,21 +37,44 @@ class SyncTable:
     note: str | None = None  # set when the table is not the running torch's: says which one is used
     calls: dict[str, list[list[str]]] = field(default_factory=dict)
     clean_calls: frozenset[str] = frozenset()
+    python_level: dict[str, list[list[str]]] = field(default_factory=dict)  # syncs outside any aten op, by call
+    partial_calls: frozenset[str] = frozenset()  # calls with a few syncs their clauses do not explain
+
+    def python_level_sync(self, name: str, feats: Features) -> list[str] | None:
+        """The clause under which Python-level call `name` synchronizes outside any aten op on CUDA (a Python
+        conversion of a device scalar, a copy of Python data to the device inside torch's Python code, as
+        `unravel_index` or indexing with a 0-dim tensor), or None."""
+        for clause in self.python_level.get(name, ()):
+            if all(holds(a, feats) for a in clause):
+                return clause
+        return None
 
     def call_is_clean(self, name: str, feats: Features) -> bool:
-        """On CUDA, `name` with these arguments runs no sync (as far as the generator saw)."""
+        """On CUDA, `name` with these arguments runs no sync (as far as the generator saw). For a call with syncs its
+        clauses do not explain (`partial_calls`), only where every clause is contradicted by an argument given:
+        `one_hot(t, num_classes=16)` is clean, `one_hot(t)` (num_classes left to its default, -1) is not."""
         if name in self.clean_calls:
             return True
         conditions = self.calls.get(name)
-        return conditions is not None and not any(all(holds(a, feats) for a in c) for c in conditions)
+        if conditions is None or any(all(holds(a, feats) for a in c) for c in conditions):
+            return False
+        if name not in self.partial_calls:
+            return True
+        return all(any(a.partition(":")[0] in feats and not holds(a, feats) for a in c) for c in conditions)
 
     @classmethod
     def from_json(cls, d: dict[str, Any], note: str | None = None) -> SyncTable:
         if d.get("schema") != TABLE_SCHEMA:
             raise ValueError(f"sync table schema {d.get('schema')!r} is not {TABLE_SCHEMA}")
-        calls = {k: [list(c) for c in v["when"]] for k, v in d.get("calls", {}).items() if not v.get("unexplained")}
-        return cls(d["torch_version"], {k: [list(c) for c in v["when"]] for k, v in d["ops"].items()}, note, calls,
-                   frozenset(d.get("clean_calls", ())))
+        # a call counts where its clauses explain at least three quarters of its syncs (one_hot: 1 of 4 samples
+        # that synced had the arguments of one that ran clean); otherwise its clean samples prove nothing
+        calls = {k: [list(c) for c in v["when"]] for k, v in d.get("calls", {}).items()
+                 if 4 * v.get("unexplained", 0) <= v.get("synced", 0)}
+        python_level = {k: [list(c) for c in v["when"]] for k, v in d.get("python_level", {}).items()}
+        partial = frozenset(k for k, v in d.get("calls", {}).items() if k in calls and v.get("unexplained"))
+        ops = {k: [list(c) for c in v["when"]] for k, v in d["ops"].items() if k.rsplit(".", 1)[0] not in COPY_ATEN}
+        return cls(d["torch_version"], ops, note, calls,
+                   frozenset(d.get("clean_calls", ())), python_level, partial)
 
 
 def _version(text: str) -> tuple[int, int]:
@@ -110,25 +138,26 @@ def _thresholds(observations: list[tuple[Features, bool]]) -> dict[str, list[int
     return {k: sorted(v) for k, v in out.items()}
 
 
-def infer_conditions(observations: list[tuple[Features, bool]]) -> tuple[list[list[str]], int]:
+def infer_conditions(observations: list[tuple[Features, bool]], sizes: bool = True) -> tuple[list[list[str]], int]:
     """Clauses under which an op synced: each explains syncing observations and holds for no clean one.
     Returns (clauses, unexplained): syncing observations no clause can separate from a clean one (same
     arguments, different outcome) are left out and counted, so the table never claims a sync on arguments
-    the GPU ran clean."""
+    the GPU ran clean. `sizes=False`: argument kinds only (a Python-level sync depends on what an argument
+    is, a device scalar or a Python number, not on how large a tensor is)."""
     pos = [f for f, s in observations if s]
     neg = [f for f, s in observations if not s]
     if not pos:
         return [], 0
     if not neg:
         return [[]], 0
-    sizes = _thresholds(observations)
-    neg_atoms = [atoms(f, sizes) for f in neg]
+    thresholds = _thresholds(observations) if sizes else {}
+    neg_atoms = [atoms(f, thresholds) for f in neg]
     clauses: list[list[str]] = []
     unexplained = 0
     for feats in pos:
         if any(all(holds(a, feats) for a in c) for c in clauses):
             continue
-        mine = atoms(feats, sizes)
+        mine = atoms(feats, thresholds)
         clause: list[str] = []
         alive = list(range(len(neg)))
         while alive:

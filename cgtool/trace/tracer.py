@@ -244,6 +244,8 @@ class _FunctionMode(TorchFunctionMode):
             return func(*args, **kwargs) if run is None else run(func, args, kwargs)
         try:
             name, kind = t.call_kinds.get(func) or t.call_kind(func)
+            if t.sync_table is not None and name in t.sync_table.python_level:
+                t.python_level_sync(name, args, kwargs)
             if kind == PLAIN and t.ops is not None:  # the common case: no role of its own in the checks
                 host = t.plain_call(name, args, kwargs)
             elif kind == FORWARD or (t.ops is None and name not in R.HOST_WATCH_CALLS):

@@ -1,15 +1,16 @@
-"""Generation bookkeeping: which sequences emitted a stop token, by membership in the stop-token set.
+"""Generation bookkeeping: which sequences emitted a banned or stop token, by membership in a set of 64 ids.
 
-Expected: CG101. torch.isin synchronizes on CUDA for some inputs (issue 27 measured it on an H100, torch 2.11; the
-GPU test confirms it for these sizes); comparing against each stop token (`(tokens[:, None] == stop_ids).any(-1)`)
-does not.
+Expected: CG101. torch.isin on CUDA compares element by element while the set is small next to the elements
+(fewer than about 10 * numel(elements) ** 0.145 ids: 22 for 256 tokens) and sorts, with a sync, otherwise; the sync
+table (torch 2.11) has it syncing from 20 ids. Three stop ids would run clean; comparing against each id
+(`(tokens[:, None] == stop_ids).any(-1)`, samples/syncs/clean_fills.py) never syncs.
 """
 
 import torch
 
 
 def setup(device):
-    return {"stop_ids": torch.tensor([2, 7, 11], device=device), "done": torch.zeros(256, dtype=torch.bool, device=device)}
+    return {"stop_ids": torch.arange(2, 2 + 7 * 64, 7, device=device), "done": torch.zeros(256, dtype=torch.bool, device=device)}
 
 
 def inputs(i, device):

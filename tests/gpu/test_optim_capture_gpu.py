@@ -1,7 +1,7 @@
 """Every torch.optim optimizer x flag combination (capturable, fused, foreach, differentiable, tensor lr, param
 groups that differ): the CPU analysis's verdict (`cgtool lint --cpu`, which decides as torch's capture health
 check does) next to a real capture of a training step on the GPU with plain PyTorch (tests/gpu/capture_truth.py,
-one process per case). Issue 27; the table goes to $OUT/issue27-tables.md.
+one process per case, sync debug mode "warn" in the warmup). Issue 27; the table goes to $OUT/issue27-tables.md.
 
 Left out: SparseAdam (needs sparse gradients) and LBFGS (needs a closure; its .item() calls are syncs CG101 finds).
 """
@@ -104,6 +104,8 @@ def _truth(path: str) -> dict:
 
 
 def _gpu(t: dict) -> str:
+    """invalid: the script failed outside the capture (made or warmed up); refused: a sync in a step after the first
+    (the first builds the optimizer's state: capture never runs it) or a failed capture; else captures."""
     if "failed" in t:
         return "invalid"
     return "captures" if t.get("capture") == "ok" and not t.get("sync") else "refused"
@@ -129,7 +131,7 @@ def test_every_optimizer_and_flag_combination(measured):
     lint = subprocess.Popen([sys.executable, "-m", "cgtool", "lint", "--cpu", "--format", "json", "-j", "8",
                              "--timeout", "200", *paths], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             text=True, cwd=ROOT, env=env)
-    with ThreadPoolExecutor(6) as pool:
+    with ThreadPoolExecutor(8) as pool:  # 7 minutes with 6 beside nine other GPU jobs (callB): some margin
         truths = list(pool.map(_truth, paths))
     stdout, _ = lint.communicate(timeout=420)
     scripts = {os.path.basename(s["path"]): s for s in json.loads(stdout)["scripts"]}
