@@ -22,11 +22,13 @@ _SYNC_EVENTS = {
     "sync-stream": "`Stream.synchronize()` waits for the GPU",
     "sync-event": "`Event.synchronize()` waits for the GPU",
     "query-stream": "`Stream.query()` asks the GPU from the host whether the stream finished: during capture "
-                    "the query fails the capture at this line (CUDA returns a capture error, e.g. `operation "
-                    "failed due to a previous error during capture`)",
+                    "the query invalidates the capture, which then fails when it ends (plain PyTorch on an H100: the "
+                    "query returns, the `with torch.cuda.graph` exit raises `operation failed due to a previous error "
+                    "during capture`)",
     "query-event": "`Event.query()` asks the GPU from the host whether the event completed: during capture the "
-                   "query fails the capture at this line (CUDA returns a capture error, e.g. `operation failed "
-                   "due to a previous error during capture`)",
+                   "query invalidates the capture, which then fails when it ends (plain PyTorch on an H100: the query "
+                   "returns, the `with torch.cuda.graph` exit raises `operation failed due to a previous error during "
+                   "capture`)",
     "elapsed-time": "`Event.elapsed_time()` reads GPU timestamps on the host (it waits for both events)",
 }
 _SCALER_HINT = ("Capture forward and backward only and run scaler.step(opt) and scaler.update() outside the graph "

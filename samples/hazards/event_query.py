@@ -1,7 +1,7 @@
 """Hazard: polling an event inside the step (is the forward done yet?).
 
 Expected: CG105 (category sync). CUDA does not permit a stream or event query while a stream captures: the
-capture fails at the query (`operation failed due to a previous error during capture`). Record the event in
+query invalidates the capture, which fails when it ends (`operation failed due to a previous error during capture`). Record the event in
 the step; query it after replay.
 """
 

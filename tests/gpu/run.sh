@@ -22,7 +22,7 @@ args=("$@")
 paths=0
 for a in "${args[@]}"; do [[ "$a" == tests/* ]] && paths=1; done
 [[ $paths == 1 ]] || args+=(tests/gpu)
-python3 -c 'import torch; print(f"torch {torch.__version__}, {torch.cuda.device_count()} x {torch.cuda.get_device_name() if torch.cuda.is_available() else \"no GPU\"}")'
+python3 -c 'import torch; n = torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"; print(f"torch {torch.__version__}, {torch.cuda.device_count()} x {n}")'
 if [[ -n "${OUT:-}" ]]; then
   python3 -m pytest -m "gpu or multi_gpu" -p no:cacheprovider -rA --durations=15 --junitxml "$OUT/gpu-junit.xml" \
     "${args[@]}" 2>&1 | tee "$OUT/gpu-pytest.log"
