@@ -127,3 +127,24 @@ def test_a_step_calling_compiled_code_captured_by_cgtool_gets_the_whole_step():
     assert got == [("CG402", 26, "confirmed"), ("CG102", 27, "not-reached"), ("CG101", 28, "not-reached")], got
     report.compiled = CompiledRun(mode="reduce-overhead")  # torch.compile's own CUDA graphs: nothing to add
     assert not needs_whole_step(job, report)
+
+
+def test_work_off_the_capturing_stream_is_confirmed_where_the_capture_failed_at_its_line():
+    """H100, torch 2.11 (callD, tests/data/unseen_multi/accum_loop.py): an unforked side stream's `x.std()` failed
+    the capture at its own line (`operation not permitted when stream is capturing`). CG201 predicts a wrong
+    replay, but a failure at its line is that work refused: confirmed, and CG501 ("nothing explains it") goes."""
+    from cgtool.checks.capture import check_capture_failure
+    from cgtool.checks.verdict import judge
+
+    failure = ErrorRecord("capture", "AcceleratorError", "CUDA error: operation not permitted when stream is capturing",
+                          (Frame("s.py", 31, "step", "spread = x.std(dim=(0, 1))"),),
+                          "cudaErrorStreamCaptureInvalidated", ("s.py:30",))
+    found = [finding("CG201", "switches to stream 3 without forking it", file="s.py", line=30),
+             finding("CG201", "`aten.std` runs on stream 3", file="s.py", line=31)]
+    got = judge(found, CAPTURE_FAILED, failure, None)
+    assert [f.evidence for f in got] == ["untested", "confirmed"]
+    assert "the real capture failed at this line" in got[1].message
+    assert check_capture_failure(failure, got) == []
+    # the same failure at another line confirms nothing: CG501 stays the cause
+    elsewhere = ErrorRecord("capture", "AcceleratorError", "x", (Frame("s.py", 40, "step", "y"),), None)
+    assert all(f.evidence == "untested" for f in judge(found, CAPTURE_FAILED, elsewhere, None))

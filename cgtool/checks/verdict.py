@@ -24,6 +24,10 @@ from cgtool.model.rules import CAPTURE_FAILS, RULE_BY_ID
 _FAILS_AT_ITS_LINE = ("CG101", "CG102", "CG103", "CG104", "CG105", "CG404")
 # Findings made by comparing steady-state iterations: the trace itself saw the difference.
 _SEEN_BETWEEN_ITERATIONS = ("CG301", "CG302", "CG406")  # CG406: a tensor rebound between iterations
+# Work off the capturing stream predicts a wrong replay, but the driver can also refuse it at the call while another
+# stream captures (H100, torch 2.11: an unforked side stream's `x.std()` failed the capture at its line with
+# `operation not permitted when stream is capturing`): a capture that failed at the finding's own line confirms it.
+_STREAM_WORK = ("CG201", "CG202", "CG203")
 
 
 def observed_between_iterations(f: Finding) -> bool:
@@ -83,6 +87,9 @@ def _judged(f: Finding, predicts: str, status: str, failed_at: set, failure_text
         if predicts == CAPTURE_FAILS and ((f.file, f.line) in failed_at or
                                           any(q in failure_text for q in _quoted_errors(f.message))):
             return replace(f, evidence=CONFIRMED)
+        if f.rule in _STREAM_WORK and (f.file, f.line) in failed_at:
+            return replace(f, evidence=CONFIRMED, message=f"{f.message} (here the driver refused it: the real "
+                           "capture failed at this line)")
         return replace(f, evidence=UNTESTED)
     if status != CAPTURED:
         return replace(f, evidence=UNTESTED)
