@@ -85,6 +85,80 @@ def test_host_tensors_and_copies_to_the_device():
     assert on_device is not made_here  # the CPU run hands back a distinct device copy, as a GPU would
 
 
+def _moves_under_standins(setup, step):
+    """Run setup() and inputs in host watches and step(state, x) in one iteration under the CUDA stand-ins, as the
+    CPU analysis does (device torch.device("cuda"), x a step input on the device); the Tensor.to/torch.tensor
+    calls of the step as (name, move) in order, and the tracer."""
+    from cgtool.trace.standins import cuda_standins, run_on_cpu
+
+    device = torch.device("cuda")
+    with cuda_standins() as cuda:
+        tracer = Tracer(virtual_cuda=True, stream_probe=cuda.probe, device="cpu", call=run_on_cpu)
+        with tracer:
+            with cuda.paused(), tracer.host_watch("setup"):
+                state = setup(device)
+            with cuda.paused(), tracer.host_watch("inputs"):
+                x = torch.rand(2, 3).to(device)
+            with cuda.paused(), tracer.iteration(0):
+                step(state, x)
+    assert tracer.trace.tracer_error is None
+    return [(op.name, (op.detail or {}).get("move"), (op.detail or {}).get("pinned"))
+            for op in tracer.trace.iterations[0].ops if op.name in ("Tensor.to", "torch.tensor")], tracer
+
+
+def test_host_tensors_made_from_host_tensors_in_setup_are_host_tensors():
+    """timm's mean/std: made in setup() without a device, then viewed and stacked (still host tensors on a GPU);
+    the step's `.to(images.device)` copies them to the GPU (CG402 there), however the device is named."""
+    def setup(device):
+        mean = torch.tensor([0.5, 0.4, 0.3]).view(1, 3)
+        return {"norm": torch.stack([mean, mean * 2]), "scaled": mean.mul(2)}
+
+    def step(s, x):
+        s["norm"].to(x.device)
+        s["scaled"].to(x)
+        s["scaled"].to(device=x.device)
+        torch.tensor([1.0], device=x.device)
+
+    moves, _ = _moves_under_standins(setup, step)
+    assert moves == [("Tensor.to", "h2d", False), ("Tensor.to", "h2d", False), ("Tensor.to", "h2d", False),
+                     ("torch.tensor", "h2d", False)]
+
+
+def test_a_host_tensors_device_is_the_host():
+    """No false alarm: a device tensor moved to a device tensor's device, a host tensor moved to another host
+    tensor's device (a no-op on a GPU); a setup tensor made from a device tensor is a device tensor."""
+    def setup(device):
+        w = torch.ones(3, device=device)
+        return {"h": torch.zeros(3), "h2": torch.ones(3) + 1, "d": w * 2, "mixed": torch.zeros(3) + w}
+
+    def step(s, x):
+        x.to(x.device)
+        s["d"].to(x.device)
+        s["mixed"].to(x.device)
+        s["h"].to(s["h2"].device)
+        s["h"].to(s["h2"])
+        t = torch.tensor([1.0], device=s["h2"].device)
+        t.to(device=s["h"].device)
+
+    moves, _ = _moves_under_standins(setup, step)
+    assert moves == [("Tensor.to", None, None)] * 5 + [("torch.tensor", None, None), ("Tensor.to", None, None)]
+
+
+def test_pinned_host_tensors_keep_their_treatment():
+    """A pinned tensor moved to the device is a pinned copy (no capture failure); what setup() makes from it is
+    left untagged as before (a view of pinned memory is pinned)."""
+    def setup(device):
+        buf = torch.zeros(6, pin_memory=True)
+        return {"buf": buf, "view": buf.view(2, 3)}
+
+    def step(s, x):
+        s["buf"].to(x.device, non_blocking=True)
+        s["view"].to(x.device, non_blocking=True)
+
+    moves, _ = _moves_under_standins(setup, step)
+    assert moves == [("Tensor.to", "h2d", True), ("Tensor.to", None, None)]
+
+
 def test_python_numbers_and_generators_are_recorded():
     gen = torch.Generator()
     x = torch.randn(3)
@@ -222,6 +296,7 @@ def _gpu_run(sample: str) -> dict:
     ("tolist_sync.py", "CG103", 26, True),
     ("custom_generator.py", "CG401", 24, True),
     ("host_tensor.py", "CG402", 35, True),
+    ("host_to_input_device.py", "CG402", 28, True),
     ("unjoined_stream.py", "CG203", 26, True),
     ("cuda_synchronize.py", "CG104", 27, True),
     ("default_stream.py", "CG202", 26, False),

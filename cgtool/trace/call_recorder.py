@@ -19,8 +19,10 @@ _DTYPE_NAMES: dict[Any, str] = {}
 _DEVICE_NAMES: dict[int, str] = {-1: "cpu"}
 
 # Kinds of Python-level calls (per function, cached): property reads, calls with no role of their own in the
-# checks (linear, relu, add: only their scalars and their side matter), and the rest.
-FORWARD, PLAIN, SPECIAL = 0, 1, 2
+# checks (linear, relu, add: only their scalars and their side matter), the rest, and reads of `tensor.device`.
+FORWARD, PLAIN, SPECIAL, DEVICE_READ = 0, 1, 2, 3
+_DEVICE_ATTR = torch._C.TensorBase.device
+_HOST_DEVICES_KEPT = 4096  # the most torch.device objects of host tensors remembered (the oldest go first)
 _SPECIAL_NAMES = (R.ALWAYS_RECORDED_CALLS | R.QUIET_CALLS | R.HOST_WATCH_CALLS | R.MOVE_CALLS | R.FACTORY_CALLS
                   | {"Tensor.to", "Tensor.cuda", "Tensor.cpu", "Tensor.pin_memory"})
 
@@ -78,7 +80,10 @@ class CallRecorder:
 
     def call_kind(self, func: Any) -> tuple[str, int]:
         name = self.call_name(func)
-        kind = FORWARD if name == "Tensor.<property>" else SPECIAL if name in _SPECIAL_NAMES else PLAIN
+        if name == "Tensor.<property>":
+            kind = DEVICE_READ if getattr(func, "__self__", None) is _DEVICE_ATTR else FORWARD
+        else:
+            kind = SPECIAL if name in _SPECIAL_NAMES else PLAIN
         info = self.call_kinds[func] = (name, kind)
         return info
 
@@ -106,6 +111,32 @@ class CallRecorder:
         if (numbers and not host) or (kwargs and kwargs.get("generator") is not None):
             return self.on_call(name, args, kwargs)[0]  # recorded: the general path
         return host
+
+    def note_device(self, args: tuple, out: Any) -> None:
+        """After `tensor.device`: on the CPU run a host tensor's device is remembered (by identity: every read
+        makes a new torch.device), so that side() tells it from a device tensor's `cpu`, which stands for the GPU."""
+        if self.virtual_cuda and args and isinstance(args[0], Tensor) and isinstance(out, torch.device) \
+                and self.is_host(args[0]):
+            kept = self.host_devices
+            kept[id(out)] = out
+            if len(kept) > _HOST_DEVICES_KEPT:
+                del kept[next(iter(kept))]
+
+    def derive_host(self, args: tuple, kwargs: dict, out: Any) -> None:
+        """After a plain call in a host watch (setup, inputs): a call over host tensors only, with no device,
+        makes host tensors (stack, view, arithmetic), as on a GPU. A pinned source leaves the output untagged
+        (a view of pinned memory is pinned, a new tensor is not: neither is taken for pageable memory)."""
+        tensors, _ = _scan_call(args, kwargs)
+        if not tensors:
+            return
+        dev_arg = kwargs.get("device") if kwargs else None
+        if dev_arg is not None and self.side(dev_arg) != "host":
+            return
+        for t in tensors:
+            info = self.host_info(t)
+            if info is None or info[1]:
+                return
+        self.tag(out, pinned=False, origin=self.phase)
 
     def on_call(self, name: str, args: tuple, kwargs: dict) -> tuple[bool, str | None]:
         """Record a call before it runs. Returns (host side, target side of a move) for _after_call."""

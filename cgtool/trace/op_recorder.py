@@ -77,6 +77,7 @@ class OpRecorder(CallRecorder):
         self.mute = 0  # >0 inside calls whose inner aten ops are noise (print), or the tracer's own calls
         self.call_host: bool | None = None  # side of the call in flight, for aten factories with no tensor args
         self.host_tensors: dict[int, tuple[weakref.ref, str, bool]] = {}  # id -> (ref, origin phase, pinned)
+        self.host_devices: dict[int, torch.device] = {}  # id -> `.device` read from a host tensor (CPU run)
         self.main_thread = threading.get_ident()
         self.backward_frames = (-1, -1)  # user frame of the last .backward(): frames of engine-thread ops
         self.aten_names: dict[Any, tuple[str, bool]] = {}
@@ -152,7 +153,9 @@ class OpRecorder(CallRecorder):
         elif isinstance(device, torch.device):
             kind = device.type
             if kind == "cpu" and self.virtual_cuda:
-                return "device"  # the torch.device the harness passed in stands for the GPU
+                # a host tensor's `.device` is the host; any other torch.device("cpu") stands for the GPU (a
+                # device tensor's `.device`, or the device a test harness passes in)
+                return "host" if self.host_devices.get(id(device)) is device else "device"
         elif isinstance(device, int) and not isinstance(device, bool):
             kind = "cuda"
         else:

@@ -26,7 +26,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from cgtool.trace import op_roles as R
-from cgtool.trace.call_recorder import FORWARD, PLAIN, SPECIAL
+from cgtool.trace.call_recorder import DEVICE_READ, FORWARD, PLAIN, SPECIAL
 from cgtool.trace.op_recorder import OpRecorder, StreamProbe
 from cgtool.trace.state_watch import StateWatch
 from cgtool.trace.sync_warnings import sync_warnings_start, sync_warnings_stop
@@ -230,6 +230,20 @@ class _DispatchMode(TorchDispatchMode):
         return out
 
 
+def _run_and_note(t: Tracer, func: Any, args: tuple, kwargs: dict, kind: int) -> Any:
+    """Run a `.device` read or a host watch's plain call, then note what it gives (note_device, derive_host)."""
+    run = t.run_call
+    out = func(*args, **kwargs) if run is None else run(func, args, kwargs)
+    try:
+        if kind == DEVICE_READ:
+            t.note_device(args, out)
+        else:
+            t.derive_host(args, kwargs, out)
+    except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
+        t.fail(exc)
+    return out
+
+
 class _FunctionMode(TorchFunctionMode):
     def __init__(self, tracer: Tracer) -> None:
         super().__init__()
@@ -248,6 +262,8 @@ class _FunctionMode(TorchFunctionMode):
                 t.python_level_sync(name, args, kwargs)
             if kind == PLAIN and t.ops is not None:  # the common case: no role of its own in the checks
                 host = t.plain_call(name, args, kwargs)
+            elif kind == DEVICE_READ or (kind == PLAIN and t.host_tensors):
+                pass  # a tensor's `.device`; a host watch's plain call (over host tensors: host tensors out)
             elif kind == FORWARD or (t.ops is None and name not in R.HOST_WATCH_CALLS):
                 # a host watch only cares about creations and moves
                 return func(*args, **kwargs) if run is None else run(func, args, kwargs)
@@ -258,6 +274,8 @@ class _FunctionMode(TorchFunctionMode):
         except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
             t.fail(exc)
             return func(*args, **kwargs) if run is None else run(func, args, kwargs)
+        if kind == DEVICE_READ or (kind == PLAIN and t.ops is None):
+            return _run_and_note(t, func, args, kwargs, kind)
         if kind == PLAIN:
             t.outer_call = (name, args, kwargs)  # what the sync table's Python-level entries are about
             try:
