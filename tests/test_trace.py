@@ -355,3 +355,20 @@ def test_histc_with_a_range_is_no_data_dependent_size():
     ops = [op for op in tracer.trace.iterations[0].ops if op.name == "aten.histc"]
     assert [bool((op.detail or {}).get("fixed_size")) for op in ops] == [True, False]
     assert [f.rule for f in check_sync(tracer.trace)] == ["CG102"]
+
+
+def test_a_lazy_module_in_setup_does_not_stop_the_cpu_trace(tmp_path):
+    """nn.LazyLinear's parameter has no shape until its first forward: reading it stopped the tracer in setup's
+    `.to(device)`, silently, and the `.item()` in the step went unreported ("no hazard found")."""
+    from cgtool.pipeline.cpu_analysis import analyze_on_cpu
+    from cgtool.script.contract import load_script
+
+    path = tmp_path / "lazy.py"
+    path.write_text("import torch\n\n\ndef setup(device):\n"
+                    "    model = torch.nn.Sequential(torch.nn.LazyLinear(32), torch.nn.ReLU()).to(device)\n"
+                    "    return {'model': model}\n\n\ndef inputs(i, device):\n"
+                    "    return {'x': torch.randn(8, 16).to(device)}\n\n\ndef step(model, x):\n"
+                    "    return model(x).sum().item()\n")
+    trace, findings, errors = analyze_on_cpu(load_script(str(path)))
+    assert trace.tracer_error is None and not errors
+    assert [(f.rule, f.line) for f in findings] == [("CG101", 14)]

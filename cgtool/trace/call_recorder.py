@@ -14,6 +14,10 @@ from cgtool.trace import op_roles as R
 from cgtool.trace.frame_table import SKIPPED
 from cgtool.trace.sync_conditions import describe, features
 
+# A lazy module's parameter before its first forward (nn.LazyLinear): it has no shape yet, and reading one raises;
+# such a tensor is not recorded as an argument (it takes no part in any computation until it is materialized).
+LAZY = torch.nn.parameter.UninitializedTensorMixin
+
 Tensor = torch.Tensor
 _DTYPE_NAMES: dict[Any, str] = {}
 _DEVICE_NAMES: dict[int, str] = {-1: "cpu"}
@@ -51,7 +55,8 @@ def _scan_call(args: tuple, kwargs: dict) -> tuple[list[Tensor], list[Any]]:
         if ta is int or ta is float:
             numbers.append(a)
         elif isinstance(a, Tensor):
-            tensors.append(a)
+            if not isinstance(a, LAZY):
+                tensors.append(a)
         elif ta is list or ta is tuple:
             for b in a:
                 tb = type(b)
@@ -59,7 +64,7 @@ def _scan_call(args: tuple, kwargs: dict) -> tuple[list[Tensor], list[Any]]:
                     numbers.append(b)
                 elif tb is slice:
                     numbers.append((b.start, b.stop, b.step))
-                elif isinstance(b, Tensor):
+                elif isinstance(b, Tensor) and not isinstance(b, LAZY):
                     tensors.append(b)
         elif ta is slice:
             numbers.append((a.start, a.stop, a.step))

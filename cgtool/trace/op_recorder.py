@@ -16,7 +16,7 @@ import torch
 
 from cgtool.model.trace import ATEN, Iteration, OpRecord, Trace
 from cgtool.trace import op_roles as R
-from cgtool.trace.call_recorder import CallRecorder, device_name, dtype_name
+from cgtool.trace.call_recorder import LAZY, CallRecorder, device_name, dtype_name
 from cgtool.trace.frame_table import SKIPPED, FrameTable, caller_frame
 from cgtool.trace.sync_conditions import describe, features, matching_clause
 from cgtool.trace.sync_table import SyncTable, load_table
@@ -27,6 +27,7 @@ StreamProbe = Callable[[int], "tuple[int | None, bool | None]"]
 
 
 def _tensor_args(args: tuple, kwargs: dict) -> list[Tensor]:
+    """The tensor arguments (one level deep), uninitialized lazy parameters left out (they have no shape)."""
     out = []
     for a in args:
         if isinstance(a, Tensor):
@@ -39,7 +40,7 @@ def _tensor_args(args: tuple, kwargs: dict) -> list[Tensor]:
         for a in kwargs.values():
             if isinstance(a, Tensor):
                 out.append(a)
-    return out
+    return [t for t in out if not isinstance(t, LAZY)] if any(isinstance(t, LAZY) for t in out) else out
 
 
 def _histc_range(args: tuple, kwargs: dict) -> bool:
