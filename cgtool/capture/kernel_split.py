@@ -8,6 +8,9 @@ recorded traces.
 
 from __future__ import annotations
 
+import json
+import os
+import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +38,15 @@ class KernelSplit:
     def settled(self) -> bool:
         """Every profiled step ran the same kernels the same way."""
         return len(set(self.per_step)) <= 1
+
+
+def chrome_trace(prof: Any) -> dict[str, Any] | list[dict[str, Any]]:
+    """A finished torch.profiler run's chrome trace, read back (the profiler only writes it to a file)."""
+    with tempfile.TemporaryDirectory(prefix="cgtool-prof-") as tmp:
+        path = os.path.join(tmp, "trace.json")
+        prof.export_chrome_trace(path)
+        with open(path, encoding="utf-8") as fh:
+            return json.load(fh)
 
 
 def is_graph_launch(name: str) -> bool:

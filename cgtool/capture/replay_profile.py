@@ -3,9 +3,6 @@ its GPU time (torch 2.11), which cgtool/graph/node_align.py matches to the graph
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from typing import Any
 
 REPLAYS = 5  # profiled replays; the median per node is reported
@@ -17,7 +14,7 @@ def profile_replays(graph: Any, replays: int = REPLAYS, warm: int = WARM) -> lis
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from cgtool.capture.kernel_split import replay_events
+    from cgtool.capture.kernel_split import chrome_trace, replay_events
 
     for _ in range(warm):
         graph.replay()
@@ -26,11 +23,7 @@ def profile_replays(graph: Any, replays: int = REPLAYS, warm: int = WARM) -> lis
         for _ in range(replays):
             graph.replay()
         torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory(prefix="cgtool-prof-") as tmp:
-        path = os.path.join(tmp, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path, encoding="utf-8") as fh:
-            return replay_events(json.load(fh))
+    return replay_events(chrome_trace(prof))
 
 
 def profile_eager_step(step: Any, stream: Any = None) -> tuple[list[tuple[str, str, float, int]], list[float]]:
@@ -41,7 +34,7 @@ def profile_eager_step(step: Any, stream: Any = None) -> tuple[list[tuple[str, s
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from cgtool.capture.kernel_split import eager_events
+    from cgtool.capture.kernel_split import chrome_trace, eager_events
 
     ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
     with ctx:
@@ -50,8 +43,4 @@ def profile_eager_step(step: Any, stream: Any = None) -> tuple[list[tuple[str, s
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             step()
             torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory(prefix="cgtool-prof-") as tmp:
-        path = os.path.join(tmp, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path, encoding="utf-8") as fh:
-            return eager_events(json.load(fh))
+    return eager_events(chrome_trace(prof))

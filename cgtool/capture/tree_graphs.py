@@ -46,13 +46,10 @@ def read_tree_graphs(mgr: Any, work_dir: str | None) -> tuple[list[TreeGraph], l
 def profile_steps(step: Callable[[int], Any], first: int, n: int = 3) -> dict[str, Any]:
     """Profile n steady steps (each in a cgtool-step-N annotation) and split their kernels; also how many
     kernels per step are Triton's (inductor's generated code, proof that the compiled code ran)."""
-    import json
-    import tempfile
-
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from cgtool.capture.kernel_split import STEP_PREFIX, split_kernels
+    from cgtool.capture.kernel_split import STEP_PREFIX, chrome_trace, split_kernels
 
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -60,11 +57,7 @@ def profile_steps(step: Callable[[int], Any], first: int, n: int = 3) -> dict[st
             with record_function(f"{STEP_PREFIX}{first + k}"):
                 step(first + k)
             torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory(prefix="cgtool-prof-") as tmp:
-        path = os.path.join(tmp, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path, encoding="utf-8") as fh:
-            trace = json.load(fh)
+    trace = chrome_trace(prof)
     split = split_kernels(trace)
     events = trace.get("traceEvents", []) if isinstance(trace, dict) else trace
     triton = sum(1 for e in events if e.get("cat") == "kernel" and str(e.get("name", "")).startswith("triton_"))

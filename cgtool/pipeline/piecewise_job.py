@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from typing import Any, Callable
 
 from cgtool.bench.measure import Prepared, measure
@@ -166,7 +163,7 @@ def profile_split(fn: Callable[[], Any], steps: int = PROFILED_STEPS) -> Any:
     import torch
     from torch.profiler import ProfilerActivity, profile, record_function
 
-    from cgtool.capture.kernel_split import STEP_PREFIX, split_kernels
+    from cgtool.capture.kernel_split import STEP_PREFIX, chrome_trace, split_kernels
 
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
@@ -174,11 +171,7 @@ def profile_split(fn: Callable[[], Any], steps: int = PROFILED_STEPS) -> Any:
             with record_function(f"{STEP_PREFIX}{i}"):
                 fn()
             torch.cuda.synchronize()
-    with tempfile.TemporaryDirectory(prefix="cgtool-prof-") as tmp:
-        path = os.path.join(tmp, "trace.json")
-        prof.export_chrome_trace(path)
-        with open(path) as fh:
-            return split_kernels(json.load(fh))
+    return split_kernels(chrome_trace(prof))
 
 
 def read_pieces(kept: list[Any]) -> tuple[list[Any], str]:
