@@ -11,7 +11,7 @@ import sys
 import tempfile
 import traceback
 
-from cgtool.worker.lifetime import end_with_parent, kill_descendants
+from cgtool.worker.lifetime import end_with_parent, exit_now
 
 
 def main(argv: list[str]) -> None:
@@ -28,11 +28,7 @@ def main(argv: list[str]) -> None:
     except BaseException:  # noqa: BLE001 - torch's failure summary (ChildFailedError) is printed as Python would
         traceback.print_exc()
         code = 1
-    finally:
-        kill_descendants()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    exit_now(code)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import ctypes
 import os
 import shutil
 import signal
+import sys
 import threading
 import time
 
@@ -70,6 +71,15 @@ def kill_descendants(pid: int | None = None, rounds: int = 20) -> None:
         if me == os.getpid():
             _reap_children()
         time.sleep(0.01)
+
+
+def exit_now(code: int) -> None:
+    """End this process with `code` after its descendants: flush Python's streams, skip interpreter teardown (a
+    half-stopped torch or NCCL can hang in it)."""
+    kill_descendants()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _reap_children() -> None:

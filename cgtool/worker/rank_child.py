@@ -13,7 +13,7 @@ from cgtool.model.job import Job
 
 
 def main(argv: list[str]) -> int:
-    from cgtool.worker.lifetime import end_with_parent, kill_descendants
+    from cgtool.worker.lifetime import end_with_parent, exit_now, kill_descendants
 
     end_with_parent()  # the launcher gone (cgtool killed): this rank and what it started end too
     job_path, run_dir = argv[0], argv[1]
@@ -29,11 +29,10 @@ def main(argv: list[str]) -> int:
 
     try:
         code = run_rank(job, run_dir)
-    finally:
+    except BaseException:
         kill_descendants()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+        raise
+    exit_now(code)
 
 
 if __name__ == "__main__":
