@@ -13,15 +13,9 @@ from cgtool.model.trace import CALL, OpRecord
 from cgtool.trace import op_roles as R
 from cgtool.trace.frame_table import SKIPPED
 from cgtool.trace.sync_conditions import describe, features
-
-# A lazy module's parameter before its first forward (nn.LazyLinear): it has no shape yet, and reading one raises;
-# such a tensor is not recorded as an argument (it takes no part in any computation until it is materialized).
-LAZY = torch.nn.parameter.UninitializedTensorMixin
+from cgtool.trace.tensor_args import device_name, dtype_name, scan_call
 
 Tensor = torch.Tensor
-_DTYPE_NAMES: dict[Any, str] = {}
-_DEVICE_NAMES: dict[int, str] = {-1: "cpu"}
-
 # Kinds of Python-level calls (per function, cached): property reads, calls with no role of their own in the
 # checks (linear, relu, add: only their scalars and their side matter), the rest, and reads of `tensor.device`.
 FORWARD, PLAIN, SPECIAL, DEVICE_READ = 0, 1, 2, 3
@@ -31,44 +25,6 @@ _SPECIAL_NAMES = (R.ALWAYS_RECORDED_CALLS | R.QUIET_CALLS | R.HOST_WATCH_CALLS |
                   | {"Tensor.to", "Tensor.cuda", "Tensor.cpu", "Tensor.pin_memory"})
 
 
-def dtype_name(dt: Any) -> str:
-    n = _DTYPE_NAMES.get(dt)
-    if n is None:
-        n = _DTYPE_NAMES[dt] = str(dt).replace("torch.", "")
-    return n
-
-
-def device_name(t: Tensor) -> str:
-    i = t.get_device()
-    n = _DEVICE_NAMES.get(i)
-    if n is None:
-        n = _DEVICE_NAMES[i] = str(t.device)
-    return n
-
-
-def _scan_call(args: tuple, kwargs: dict) -> tuple[list[Tensor], list[Any]]:
-    """Tensor arguments and Python numbers (one level deep; slices count by their bounds)."""
-    tensors: list[Tensor] = []
-    numbers: list[Any] = []
-    for a in (*args, *kwargs.values()) if kwargs else args:
-        ta = type(a)
-        if ta is int or ta is float:
-            numbers.append(a)
-        elif isinstance(a, Tensor):
-            if not isinstance(a, LAZY):
-                tensors.append(a)
-        elif ta is list or ta is tuple:
-            for b in a:
-                tb = type(b)
-                if tb is int or tb is float:
-                    numbers.append(b)
-                elif tb is slice:
-                    numbers.append((b.start, b.stop, b.step))
-                elif isinstance(b, Tensor) and not isinstance(b, LAZY):
-                    tensors.append(b)
-        elif ta is slice:
-            numbers.append((a.start, a.stop, a.step))
-    return tensors, numbers
 
 
 
@@ -97,7 +53,7 @@ class CallRecorder:
         unless it has Python numbers on the device or a generator (then _on_call records it)."""
         self.sized_by_call = None
         self.origin = None
-        tensors, numbers = _scan_call(args, kwargs)
+        tensors, numbers = scan_call(args, kwargs)
         dev_arg = kwargs.get("device") if kwargs else None
         side = None if dev_arg is None else self.side(dev_arg)
         if side is not None:
@@ -131,7 +87,7 @@ class CallRecorder:
         """After a plain call in a host watch (setup, inputs): a call over host tensors only, with no device,
         makes host tensors (stack, view, arithmetic), as on a GPU. A pinned source leaves the output untagged
         (a view of pinned memory is pinned, a new tensor is not: neither is taken for pageable memory)."""
-        tensors, _ = _scan_call(args, kwargs)
+        tensors, _ = scan_call(args, kwargs)
         if not tensors:
             return
         dev_arg = kwargs.get("device") if kwargs else None
@@ -147,7 +103,7 @@ class CallRecorder:
         """Record a call before it runs. Returns (host side, target side of a move) for _after_call."""
         self.sized_by_call = None
         self.origin = None
-        tensors, numbers = _scan_call(args, kwargs)
+        tensors, numbers = scan_call(args, kwargs)
         dev_arg = kwargs.get("device") if kwargs else None
         host = self.call_side(name, tensors, dev_arg)
         target = None
@@ -190,7 +146,7 @@ class CallRecorder:
         table = self.sync_table
         if table is None or self.ops is None or name not in table.python_level or name in R.DATA_FACTORY_CALLS:
             return  # torch.tensor(data, device=...) inside torch.masked.*: CG402 names that copy already
-        tensors, _ = _scan_call(args, kwargs)
+        tensors, _ = scan_call(args, kwargs)
         if self.call_side(name, tensors, kwargs.get("device") if kwargs else None):
             return  # host tensors only: no device, nothing to wait for
         clause = table.python_level_sync(name, features(None, args, kwargs, lambda t: not self.is_host(t)))

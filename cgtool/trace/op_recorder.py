@@ -16,7 +16,8 @@ import torch
 
 from cgtool.model.trace import ATEN, Iteration, OpRecord, Trace
 from cgtool.trace import op_roles as R
-from cgtool.trace.call_recorder import LAZY, CallRecorder, device_name, dtype_name
+from cgtool.trace.call_recorder import CallRecorder
+from cgtool.trace.tensor_args import device_name, dtype_name, tensor_args
 from cgtool.trace.frame_table import SKIPPED, FrameTable, caller_frame
 from cgtool.trace.sync_conditions import describe, features, matching_clause
 from cgtool.trace.sync_table import SyncTable, load_table
@@ -26,21 +27,6 @@ Tensor = torch.Tensor
 StreamProbe = Callable[[int], "tuple[int | None, bool | None]"]
 
 
-def _tensor_args(args: tuple, kwargs: dict) -> list[Tensor]:
-    """The tensor arguments (one level deep), uninitialized lazy parameters left out (they have no shape)."""
-    out = []
-    for a in args:
-        if isinstance(a, Tensor):
-            out.append(a)
-        elif type(a) is list or type(a) is tuple:
-            for b in a:
-                if isinstance(b, Tensor):
-                    out.append(b)
-    if kwargs:
-        for a in kwargs.values():
-            if isinstance(a, Tensor):
-                out.append(a)
-    return [t for t in out if not isinstance(t, LAZY)] if any(isinstance(t, LAZY) for t in out) else out
 
 
 def _histc_range(args: tuple, kwargs: dict) -> bool:
@@ -174,7 +160,7 @@ class OpRecorder(CallRecorder):
                        or name in R.COPY_ATEN or name == R.REPEAT_ATEN)
             info = self.aten_names[func] = (name, notable)
         name, notable = info
-        tensors = _tensor_args(args, kwargs)
+        tensors = tensor_args(args, kwargs)
         if self.watched:
             self.note_reads(tensors)
         shapes = tuple([tuple(t.shape) for t in tensors])  # plain tuples of ints: the GC can untrack them

@@ -1,0 +1,74 @@
+"""Which tensors (and Python numbers) an op or call carries, and their dtype/device names, interned: the argument
+scan shared by the aten half (cgtool/trace/op_recorder.py) and the Python-level half (call_recorder.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+Tensor = torch.Tensor
+
+# A lazy module's parameter before its first forward (nn.LazyLinear): it has no shape yet, and reading one raises;
+# such a tensor is not recorded as an argument (it takes no part in any computation until it is materialized).
+LAZY = torch.nn.parameter.UninitializedTensorMixin
+
+_DTYPE_NAMES: dict[Any, str] = {}
+_DEVICE_NAMES: dict[int, str] = {-1: "cpu"}
+
+
+def dtype_name(dt: Any) -> str:
+    n = _DTYPE_NAMES.get(dt)
+    if n is None:
+        n = _DTYPE_NAMES[dt] = str(dt).replace("torch.", "")
+    return n
+
+
+def device_name(t: Tensor) -> str:
+    i = t.get_device()
+    n = _DEVICE_NAMES.get(i)
+    if n is None:
+        n = _DEVICE_NAMES[i] = str(t.device)
+    return n
+
+
+def scan_call(args: tuple, kwargs: dict) -> tuple[list[Tensor], list[Any]]:
+    """Tensor arguments and Python numbers (one level deep; slices count by their bounds)."""
+    tensors: list[Tensor] = []
+    numbers: list[Any] = []
+    for a in (*args, *kwargs.values()) if kwargs else args:
+        ta = type(a)
+        if ta is int or ta is float:
+            numbers.append(a)
+        elif isinstance(a, Tensor):
+            if not isinstance(a, LAZY):
+                tensors.append(a)
+        elif ta is list or ta is tuple:
+            for b in a:
+                tb = type(b)
+                if tb is int or tb is float:
+                    numbers.append(b)
+                elif tb is slice:
+                    numbers.append((b.start, b.stop, b.step))
+                elif isinstance(b, Tensor) and not isinstance(b, LAZY):
+                    tensors.append(b)
+        elif ta is slice:
+            numbers.append((a.start, a.stop, a.step))
+    return tensors, numbers
+
+
+def tensor_args(args: tuple, kwargs: dict) -> list[Tensor]:
+    """The tensor arguments (one level deep), uninitialized lazy parameters left out (they have no shape)."""
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            out.append(a)
+        elif type(a) is list or type(a) is tuple:
+            for b in a:
+                if isinstance(b, Tensor):
+                    out.append(b)
+    if kwargs:
+        for a in kwargs.values():
+            if isinstance(a, Tensor):
+                out.append(a)
+    return [t for t in out if not isinstance(t, LAZY)] if any(isinstance(t, LAZY) for t in out) else out
