@@ -144,6 +144,32 @@ def test_a_host_tensors_device_is_the_host():
     assert moves == [("Tensor.to", None, None)] * 5 + [("torch.tensor", None, None), ("Tensor.to", None, None)]
 
 
+def test_tensors_made_from_numpy_buffers_and_dlpack_are_host_tensors():
+    """torch.from_numpy, torch.frombuffer and torch.from_dlpack never reach a TorchFunctionMode: the tracer
+    wraps them on the CPU run, so what they make in setup is a host tensor (its `.item()` is no sync, its move to
+    the device is a copy) and the real functions are back after the tracer exits."""
+    import numpy as np
+
+    real = (torch.from_numpy, torch.frombuffer, torch.from_dlpack)
+
+    def setup(device):
+        return {"np": torch.from_numpy(np.linspace(0.5, 1.5, 4)), "buf": torch.frombuffer(bytearray(16), dtype=torch.float32),
+                "dl": torch.from_dlpack(np.ones(3))}
+
+    def step(s, x):
+        s["np"].max().item()
+        s["buf"].to(x.device)
+        s["dl"].to(x.device)
+        x.sum().item()
+
+    moves, tracer = _moves_under_standins(setup, step)
+    assert moves == [("Tensor.to", "h2d", False), ("Tensor.to", "h2d", False)]
+    items = [op.host for op in tracer.trace.iterations[0].ops if op.name == "Tensor.item"]
+    assert items == [True, False]
+    assert (torch.from_numpy, torch.frombuffer, torch.from_dlpack) == real
+    assert torch.from_numpy(np.ones(2)).dtype == torch.float64  # outside a tracer: the real function
+
+
 def test_pinned_host_tensors_keep_their_treatment():
     """A pinned tensor moved to the device is a pinned copy (no capture failure); what setup() makes from it is
     left untagged as before (a view of pinned memory is pinned)."""

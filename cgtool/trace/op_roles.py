@@ -59,7 +59,7 @@ TO_HOST_CALLS = {
 MOVE_CALLS = frozenset({"Tensor.to", "Tensor.cuda", "Tensor.copy_", "Tensor.pin_memory"})
 # Build a tensor from Python/host data: on a GPU that is a host-to-device copy when a device is given.
 DATA_FACTORY_CALLS = frozenset({"torch.tensor", "torch.as_tensor", "torch.asarray", "torch.from_numpy",
-                                "torch.frombuffer", "torch.scalar_tensor", "Tensor.new_tensor"})
+                                "torch.frombuffer", "torch.from_dlpack", "torch.scalar_tensor", "Tensor.new_tensor"})
 # Factories that make a host tensor when no device is given.
 FACTORY_CALLS = DATA_FACTORY_CALLS | frozenset({
     "torch.zeros", "torch.ones", "torch.empty", "torch.full", "torch.arange", "torch.range", "torch.linspace",

@@ -27,6 +27,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from cgtool.trace import op_roles as R
 from cgtool.trace.call_recorder import DEVICE_READ, FORWARD, PLAIN, SPECIAL
+from cgtool.trace.host_factories import HostFactories
 from cgtool.trace.op_recorder import OpRecorder, StreamProbe
 from cgtool.trace.state_watch import StateWatch
 from cgtool.trace.sync_warnings import sync_warnings_start, sync_warnings_stop
@@ -76,6 +77,7 @@ class Tracer(OpRecorder):
         self.saved_sync_mode: Any = None
         self.saved_showwarning: Any = None
         self.state_watch = StateWatch(self)  # RNG reseeds and rebound state tensors (cgtool/trace/state_watch.py)
+        self.host_factories = HostFactories() if virtual_cuda else None  # from_numpy & co. (trace/host_factories.py)
 
     # ---- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> Tracer:
@@ -85,12 +87,16 @@ class Tracer(OpRecorder):
             except Exception:  # noqa: BLE001 - stream ids are a nicety
                 pass
         self.state_watch.install()
+        if self.host_factories is not None:
+            self.host_factories.install()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         while self.modes:
             self.modes.pop().__exit__(None, None, None)
         self.state_watch.uninstall()
+        if self.host_factories is not None:
+            self.host_factories.uninstall()
         self.ops = None
 
     def iteration(self, index: int | str, phase: str | None = None, inputs: Any = None) -> _Phase:

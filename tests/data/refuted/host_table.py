@@ -1,16 +1,20 @@
-"""A CPU false alarm the GPU refutes (issue 20). `table` is a host tensor made from NumPy in setup; the CPU
-analysis does not see `torch.from_numpy` as host-made, so it takes the tensor for a device tensor and reports
-CG101 at its `.item()`. The real capture runs that line without failing (a host read is no sync) and fails
-later, at the synchronize: in the same run the CG101 is marked refuted (info), the CG104 confirmed."""
+"""A CPU false alarm the GPU refutes (issue 20). `table` is a host tensor made in another thread during setup
+(a prefetching loader's worker thread, here a ThreadPoolExecutor): TorchFunctionMode is per thread, so the CPU
+analysis never sees it made on the host, takes it for a device tensor and reports CG101 at its `.item()`. The
+real capture runs that line without failing (a host read is no sync) and fails later, at the synchronize: in
+the same run the CG101 is marked refuted (info), the CG104 confirmed."""
 
-import numpy as np
+from concurrent.futures import ThreadPoolExecutor
+
 import torch
 from torch import nn
 
 
 def setup(device):
     torch.manual_seed(0)
-    return {"net": nn.Linear(32, 32).to(device), "table": torch.from_numpy(np.linspace(0.5, 1.5, 4))}
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        table = pool.submit(torch.linspace, 0.5, 1.5, 4).result()
+    return {"net": nn.Linear(32, 32).to(device), "table": table}
 
 
 def inputs(i, device):
