@@ -235,6 +235,32 @@ def test_an_empty_factory_copies_nothing(tmp_path):
     assert [(f.rule, f.line) for f in findings if f.severity == "error"] == [("CG402", 12)]
 
 
+def test_a_sync_on_a_tensor_made_where_the_cpu_does_not_look_is_a_warning(tmp_path):
+    """Issue 20, acceptance 3: a tensor of setup's state made in another thread (TorchFunctionMode is per thread)
+    may be on the host or the GPU; the CPU cannot decide, so a sync on it, or on what the step computes from it
+    alone, is a warning naming it. A sync on what mixes it with a device tensor, and on a tensor the CPU saw
+    made on the device, stay errors; a host tensor it saw made is no sync at all."""
+    p = tmp_path / "threaded_table.py"
+    p.write_text("from concurrent.futures import ThreadPoolExecutor\nimport torch\n\n"
+                 "def setup(device):\n    with ThreadPoolExecutor(1) as pool:\n"
+                 "        table = pool.submit(torch.linspace, 0.5, 1.5, 4).result()\n"
+                 "    return {'table': table, 'host': torch.ones(3), 'dev': torch.ones(3, device=device)}\n\n"
+                 "def inputs(i, device):\n    return {'x': torch.ones(4, device=device)}\n\n"
+                 "def step(table, host, dev, x):\n"
+                 "    a = table.max().item()\n"       # line 13: warning (table alone)
+                 "    b = (table * 2)[table > 1]\n"   # line 14: warning (mask index on table alone)
+                 "    c = (table + x).sum().item()\n"  # line 15: error (x is a device tensor)
+                 "    d = host.sum().item()\n"        # line 16: a host tensor's read: nothing
+                 "    e = dev.sum().item()\n"         # line 17: error
+                 "    return x * (a + c + d + e), b\n")
+    _, findings, errors = analyze_on_cpu(load_script(str(p)))
+    assert not errors
+    got = sorted((f.line, f.rule, f.severity) for f in findings if f.rule.startswith("CG10"))
+    assert got == [(13, "CG101", "warning"), (14, "CG102", "warning"), (15, "CG101", "error"), (17, "CG101", "error")]
+    warned = next(f for f in findings if f.line == 13)
+    assert "`table`" in warned.message and "cannot tell" in warned.message
+
+
 @pytest.mark.parametrize("path", RANKED, ids=lambda p: os.path.relpath(p, ROOT))
 def test_a_multi_hazard_script_for_ranks_as_a_world_of_one(path):
     """`cgtool lint --cpu` runs it as one rank: every marker at its line, no other error."""

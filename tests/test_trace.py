@@ -330,7 +330,7 @@ def _gpu_run(sample: str) -> dict:
     ("dynamic_shape.py", "CG301", 25, False),
     ("python_branch.py", "CG302", 21, False),
     ("reseed_in_step.py", "CG405", 36, False),
-    ("rebind_state.py", "CG406", 39, False),
+    ("rebind_state.py", "CG406", 40, False),
     ("rebind_dict_state.py", "CG406", 30, False),
 ])
 def test_gpu_capture_names_the_line(sample, rule, line, fails):

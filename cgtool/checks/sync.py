@@ -44,9 +44,17 @@ def check_sync(trace: Trace) -> list[Finding]:
                 continue  # torch's capture health check decides for the optimizers with a capturable flag
             f = _op_finding(trace, op, ops, k)
             if f is not None:
-                out.append(f)
+                unsure = (op.detail or {}).get("unsure")
+                out.append(_undecided(f, unsure) if unsure else f)
     out += _event_findings(trace)
     return _without_redundant_warnings(out)
+
+
+def _undecided(f: Finding, path: str) -> Finding:
+    """A sync on a tensor the CPU run never saw made (trace/unseen_origin.py): whether it is on the GPU is for a GPU
+    run to decide, so a warning that says so, not an error."""
+    return replace(f, severity="warning", message=f"{f.message} — if `{path}` is on the GPU: the CPU analysis cannot "
+                   f"tell, `{path}` was made where it does not look (another thread, a C extension); a GPU run decides")
 
 
 def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Finding | None:
@@ -153,11 +161,22 @@ def is_optimizer_host_read(op: OpRecord) -> bool:
     return op.kind == CALL and op.name in R.SCALAR_READ_CALLS and any("torch/optim/" in v for v in via)
 
 
+# torch.optim optimizers with no `capturable` argument, by file
+_NO_CAPTURABLE_MODE = {"lbfgs.py": "LBFGS", "sparse_adam.py": "SparseAdam"}
+
+
 def _optimizer(trace: Trace, op: OpRecord, via: tuple[str, ...]) -> Finding:
     module = next((v.split(":")[0] for v in reversed(via) if "torch/optim/" in v and "optimizer.py" not in v),
                   "torch/optim")
+    where = describe_library_frame(via[-1]) if via else module
+    name = _NO_CAPTURABLE_MODE.get(module.rsplit("/", 1)[-1])
+    if name is not None:  # no flag makes it capturable: say so, not "use capturable=True"
+        return replace(finding_at(trace, "CG404", op.frame, f"{name} reads a GPU value on the host (`{op.name}` in "
+                                  f"{where}) and has no capturable mode: its step() cannot be captured"),
+                       hint=f"Capture forward and backward only and call {name}'s step() outside the graph, or use an "
+                            "optimizer with capturable=True (Adam, AdamW, SGD, ...).")
     return finding_at(trace, "CG404", op.frame, f"the optimizer ({module}) reads a GPU value on the host (`{op.name}` in "
-                      f"{describe_library_frame(via[-1]) if via else module}): without capturable=True it cannot be captured (PyTorch "
+                      f"{where}): without capturable=True it cannot be captured (PyTorch "
                       "raises `Attempting CUDA graph capture of step() ... capturable is False`)")
 
 

@@ -66,7 +66,9 @@ def analyze_on_cpu(script: Script, warmup: int = 3,
 def _phase(errors: list[ErrorRecord], phase: str, tracer: Any, cuda: Any, call: Any) -> Args | None:
     try:
         with cuda.paused(), tracer.host_watch(phase):  # the tracer's call hook stands in for the mode
-            return call()
+            value = call()
+            tracer.mark_unseen(phase, value)
+            return value
     except Exception as exc:
         errors.append(error_record(phase, exc))
         return None

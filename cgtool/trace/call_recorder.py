@@ -125,6 +125,10 @@ class CallRecorder:
             detail["scalars"] = tuple(numbers)
         if always:
             self.call_detail(name, tensors, dev_arg, target, detail, args[0] if args else None)
+        if not host and tensors and self.unseen is not None and self.unseen.unsure:
+            path = self.unseen.origin_of(tensors, self.is_host)
+            if path is not None:
+                detail["unsure"] = path
         inner, outer = self.where(3)  # above this frame and the function mode's (both cgtool's)
         if inner == SKIPPED:
             self.origin = "inputs"

@@ -21,6 +21,7 @@ from cgtool.trace.tensor_args import device_name, dtype_name, tensor_args
 from cgtool.trace.frame_table import SKIPPED, FrameTable, caller_frame
 from cgtool.trace.sync_conditions import describe, features, matching_clause
 from cgtool.trace.sync_table import SyncTable, load_table
+from cgtool.trace.unseen_origin import UnseenOrigin
 
 Tensor = torch.Tensor
 # Which stream an op runs on: (stream id, capturing) for a device index; None where CUDA is absent.
@@ -88,6 +89,10 @@ class OpRecorder(CallRecorder):
         self.watched: dict[int, tuple[weakref.ref, str]] = {}
         self.read_paths: set[str] = set()
         self.made: dict[int, int] = {}
+        # Tensors of setup's state and inputs that the CPU run never saw made (trace/unseen_origin.py): a sync found
+        # on them is a warning; `unsure_out` is the path an aten op in flight passes on to its outputs.
+        self.unseen = UnseenOrigin() if virtual_cuda else None
+        self.unsure_out: str | None = None
 
     def fail(self, exc: BaseException) -> None:
         if self.trace.tracer_error is None:
@@ -153,6 +158,7 @@ class OpRecorder(CallRecorder):
     def on_aten(self, func: Any, args: tuple, kwargs: dict) -> bool:
         """Record one aten op; True when its outputs are host tensors to tag (CPU run)."""
         self.sized_by_data = None
+        self.unsure_out = None
         info = self.aten_names.get(func)
         if info is None:
             name = R.aten_packet(func)
@@ -204,6 +210,10 @@ class OpRecorder(CallRecorder):
             detail = self.table_detail(func, args, kwargs, detail)
             if detail and _SYNC_KEYS & detail.keys() and self.outer_call is not None and self.virtual_cuda:
                 self.note_gpu_clean(detail)
+        if not host and self.unseen is not None and self.unseen.unsure and tensors:
+            path = self.unsure_out = self.unseen.origin_of(tensors, self.is_host)
+            if path is not None:
+                detail = {**(detail or {}), "unsure": path}
         ops = self.ops
         if ops is not None:
             ops.append(OpRecord(ATEN, name, shapes, dtypes, devices, inner, outer, stream,

@@ -103,7 +103,7 @@ class StateWatch:
             return
         t.mute += 1  # walking modules and dicts issues no op of the user's, but be sure
         try:
-            now = dict(_state_tensors(self.roots))
+            now = dict(state_tensors(self.roots))
         finally:
             t.mute -= 1
         if self.seen is not None:
@@ -176,7 +176,7 @@ def _positional_names(step: Any, n: int) -> list[str]:
     return [params[i].name if i < len(params) else f"arg{i}" for i in range(n)]
 
 
-def _state_tensors(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, Tensor]]:
+def state_tensors(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, Tensor]]:
     """(path, tensor) for every tensor reachable from the roots: modules (parameters, buffers, tensor
     attributes, their submodules), dict and list entries and a user object's attributes, _MAX_DEPTH deep.
     Optimizers and torch's other objects are not walked: they update their own state in place."""

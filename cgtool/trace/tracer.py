@@ -111,6 +111,22 @@ class Tracer(OpRecorder):
         """Context: record nothing, but learn which tensors are made on the host (setup, inputs)."""
         return _Phase(self, -1, phase, None, record=False)
 
+    def mark_unseen(self, phase: str, value: Any) -> None:
+        """Inside a host watch, with what setup() or inputs() returned (an Args): the tensors in it that no call
+        was seen making (another thread's, a C extension's) become unsure (CPU run; trace/unseen_origin.py)."""
+        if self.unseen is None or self.unseen.seen is None or value is None:
+            return
+        try:
+            roots = [*((f"{phase}[{i}]", v) for i, v in enumerate(getattr(value, "args", ()))),
+                     *getattr(value, "kwargs", {}).items()]
+            self.mute += 1
+            try:
+                self.unseen.mark(roots, self.is_host)
+            finally:
+                self.mute -= 1
+        except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
+            self.fail(exc)
+
     def last_user_frame(self) -> Frame | None:
         """The user frame of the last op recorded (a failed capture's culprit)."""
         for it in reversed(self.trace.iterations):
@@ -154,6 +170,8 @@ class _Phase:
                 t.ops = None  # recording was switched off by an earlier failure
         else:
             t.ops, t.iteration_index, t.phase = None, -1, self.phase
+            if t.unseen is not None:
+                t.unseen.start()
         fmode = _FunctionMode(t)
         fmode.__enter__()
         t.modes.append(fmode)
@@ -176,6 +194,8 @@ class _Phase:
             t.modes.pop().__exit__(None, None, None)
         if self.record:
             t.state_watch.end()
+        elif t.unseen is not None:
+            t.unseen.stop()
         if self._gc_was_enabled:
             gc.enable()
         if self.it is not None and exc is not None:
@@ -223,10 +243,13 @@ class _DispatchMode(TorchDispatchMode):
         out = func(*args, **kwargs)
         if made >= 0 and t.ops is not None and len(t.ops) > made:
             t.note_made(out, made)
-        if tag or t.sized_by_data is not None:
+        if tag or t.sized_by_data is not None or t.unsure_out is not None:
             try:
                 if tag:
                     t.tag(out, pinned=False)
+                if t.unsure_out is not None:
+                    t.unseen.tag(out, t.unsure_out)
+                    t.unsure_out = None
                 if t.sized_by_data is not None:
                     outs = out if isinstance(out, (list, tuple)) else (out,)
                     t.sized_by_data["out_shapes"] = tuple(tuple(o.shape) for o in outs if isinstance(o, Tensor))
@@ -256,8 +279,13 @@ class _FunctionMode(TorchFunctionMode):
         self.tracer = tracer
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        if kwargs is None:
-            kwargs = {}
+        out = self._call(func, args, {} if kwargs is None else kwargs)
+        unseen = self.tracer.unseen
+        if unseen is not None and unseen.seen is not None:  # setup() or inputs() on the CPU run: what calls made
+            unseen.note(out)
+        return out
+
+    def _call(self, func: Any, args: tuple, kwargs: dict) -> Any:
         t = self.tracer
         run = t.run_call
         if t.mute or t.broken:

@@ -1,0 +1,90 @@
+"""Tensors of setup's state and of the step's inputs that the CPU run never saw made (CPU run only).
+
+The CPU run tells a host tensor from a device tensor by watching where each one is made (a factory with no
+device, `.cpu()`, ...): what it did not see made it takes for a device tensor. Some tensors are made where no
+TorchFunctionMode looks: in another thread (modes are per thread: a prefetching loader's worker, a thread
+pool), or by a C extension. Whether such a tensor is on the GPU is something the CPU cannot decide, so a sync
+found on it (its `.item()`, a mask index over it) is said as a warning that names the tensor, not an error
+that a GPU run might refute.
+
+During setup() and inputs() every tensor a call returns is noted (`note`); at the end of each, the tensors
+reachable from what it returned that are neither noted nor known host tensors become "unsure" (`mark`), by
+path. In the step an op over unsure tensors (and host tensors) makes unsure tensors too (`origin_of`, `tag`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable
+
+import torch
+
+Tensor = torch.Tensor
+
+
+class UnseenOrigin:
+    def __init__(self) -> None:
+        self.seen: dict[int, weakref.ref] | None = None  # during setup() / inputs(): tensors calls returned
+        self.unsure: dict[int, tuple[weakref.ref, str]] = {}  # id -> (ref, path in setup's state or inputs)
+
+    # ---- setup and inputs ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self.seen = {}
+
+    def stop(self) -> None:
+        self.seen = None
+
+    def note(self, out: Any) -> None:
+        seen = self.seen
+        if seen is None:
+            return
+        if isinstance(out, Tensor):
+            seen[id(out)] = weakref.ref(out)
+        elif isinstance(out, (list, tuple)):
+            for t in out:
+                if isinstance(t, Tensor):
+                    seen[id(t)] = weakref.ref(t)
+
+    def mark(self, roots: list[tuple[str, Any]], is_host: Callable[[Tensor], bool]) -> None:
+        """After setup() or inputs(): the tensors reachable from `roots` that no call was seen making."""
+        from cgtool.trace.state_watch import state_tensors
+
+        seen = self.seen or {}
+        for path, t in state_tensors(roots):
+            ref = seen.get(id(t))
+            if (ref is not None and ref() is t) or is_host(t):
+                continue
+            self._put(t, path)
+
+    # ---- the step ---------------------------------------------------------------------------------
+    def origin_of(self, tensors: list[Tensor], is_host: Callable[[Tensor], bool]) -> str | None:
+        """The path of an unsure tensor among an op's tensors when every other one is a host or unsure tensor
+        (one device tensor among them decides: the op runs on the GPU)."""
+        path = None
+        for t in tensors:
+            p = self.path(t)
+            if p is not None:
+                path = path or p
+            elif not is_host(t):
+                return None
+        return path
+
+    def path(self, t: Tensor) -> str | None:
+        entry = self.unsure.get(id(t))
+        return entry[1] if entry is not None and entry[0]() is t else None
+
+    def tag(self, out: Any, path: str) -> None:
+        for t in ([out] if isinstance(out, Tensor) else out if isinstance(out, (list, tuple)) else ()):
+            if isinstance(t, Tensor):
+                self._put(t, path)
+
+    def _put(self, t: Tensor, path: str) -> None:
+        key = id(t)
+        unsure = self.unsure
+
+        def drop(ref: weakref.ref, key: int = key) -> None:
+            e = unsure.get(key)
+            if e is not None and e[0] is ref:
+                del unsure[key]
+
+        unsure[key] = (weakref.ref(t, drop), path)
