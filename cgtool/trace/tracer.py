@@ -114,18 +114,11 @@ class Tracer(OpRecorder):
     def mark_unseen(self, phase: str, value: Any) -> None:
         """Inside a host watch, with what setup() or inputs() returned (an Args): the tensors in it that no call
         was seen making (another thread's, a C extension's) become unsure (CPU run; trace/unseen_origin.py)."""
-        if self.unseen is None or self.unseen.seen is None or value is None:
-            return
-        try:
-            roots = [*((f"{phase}[{i}]", v) for i, v in enumerate(getattr(value, "args", ()))),
-                     *getattr(value, "kwargs", {}).items()]
-            self.mute += 1
+        if self.unseen is not None and value is not None:
             try:
-                self.unseen.mark(roots, self.is_host)
-            finally:
-                self.mute -= 1
-        except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
-            self.fail(exc)
+                self.unseen.mark(phase, value, self.is_host)
+            except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
+                self.fail(exc)
 
     def last_user_frame(self) -> Frame | None:
         """The user frame of the last op recorded (a failed capture's culprit)."""
@@ -172,7 +165,7 @@ class _Phase:
             t.ops, t.iteration_index, t.phase = None, -1, self.phase
             if t.unseen is not None:
                 t.unseen.start()
-        fmode = _FunctionMode(t)
+        fmode = _SetupMode(t) if not self.record and t.unseen is not None else _FunctionMode(t)
         fmode.__enter__()
         t.modes.append(fmode)
         self._gc_was_enabled = gc.isenabled()
@@ -279,13 +272,8 @@ class _FunctionMode(TorchFunctionMode):
         self.tracer = tracer
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        out = self._call(func, args, {} if kwargs is None else kwargs)
-        unseen = self.tracer.unseen
-        if unseen is not None and unseen.seen is not None:  # setup() or inputs() on the CPU run: what calls made
-            unseen.note(out)
-        return out
-
-    def _call(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        if kwargs is None:
+            kwargs = {}
         t = self.tracer
         run = t.run_call
         if t.mute or t.broken:
@@ -338,3 +326,13 @@ class _FunctionMode(TorchFunctionMode):
         except Exception as exc:  # noqa: BLE001
             t.fail(exc)
             return out
+
+
+class _SetupMode(_FunctionMode):
+    """The function mode of setup() and inputs() on the CPU run: also notes every tensor a call returns (what the
+    CPU run saw made; trace/unseen_origin.py). The step's mode stays without this extra work."""
+
+    def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        out = super().__torch_function__(func, types, args, kwargs)
+        self.tracer.unseen.note(out)
+        return out

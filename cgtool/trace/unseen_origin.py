@@ -45,11 +45,16 @@ class UnseenOrigin:
                 if isinstance(t, Tensor):
                     seen[id(t)] = weakref.ref(t)
 
-    def mark(self, roots: list[tuple[str, Any]], is_host: Callable[[Tensor], bool]) -> None:
-        """After setup() or inputs(): the tensors reachable from `roots` that no call was seen making."""
+    def mark(self, phase: str, value: Any, is_host: Callable[[Tensor], bool]) -> None:
+        """After setup() or inputs(), with what it returned (an Args): the tensors reachable from it that no call was
+        seen making, by path (a keyword's name, or "setup[0]" for a positional value)."""
         from cgtool.trace.state_watch import state_tensors
 
-        seen = self.seen or {}
+        if self.seen is None:
+            return
+        roots = [*((f"{phase}[{i}]", v) for i, v in enumerate(getattr(value, "args", ()))),
+                 *getattr(value, "kwargs", {}).items()]
+        seen = self.seen
         for path, t in state_tensors(roots):
             ref = seen.get(id(t))
             if (ref is not None and ref() is t) or is_host(t):
