@@ -109,6 +109,36 @@ def test_a_world_of_one_gets_the_whole_step_as_a_world_of_one():
     assert got == [("CG102", 26, "confirmed"), ("CG402", 28, "not-reached"), ("CG101", 29, "not-reached")], got
 
 
+def test_the_ranks_of_one_script_share_one_whole_step_each_judged_by_its_own_failure(monkeypatch):
+    """`capture --nproc-per-node 2`: the CPU analysis runs once (a world of one) and joins every rank whose capture
+    failed, each marked by that rank's own failure; a rank that captured is left as it is."""
+    import cgtool.worker.whole_step as ws
+
+    script = os.path.join(ROOT, "tests", "data", "unseen_multi", "ranks_allreduce.py")
+    runs = []
+    real = ws._whole_step
+    monkeypatch.setattr(ws, "_whole_step", lambda *a: runs.append(a) or real(*a))
+
+    def failed(line: int, source: str) -> Report:
+        r = Report(script=script, entry="step", status=CAPTURE_FAILED, device="cuda")
+        r.errors.append(ErrorRecord("capture", "RuntimeError", "operation not permitted when stream is capturing",
+                                    (Frame(script, line, "step", source),), "cudaErrorStreamCaptureUnsupported"))
+        return r
+
+    rank0 = failed(26, "positive = y[y > 0]  # expect: CG102")
+    rank0.findings.append(finding("CG102", "boolean-mask indexing", file=script, line=26, evidence=CONFIRMED))
+    rank1 = failed(29, 'print("mean", positive.mean().item())  # expect: CG101')
+    rank2 = Report(script=script, entry="step", status=CAPTURED, device="cuda")
+    job = Job(CAPTURE, script, "step", {"warmup": 3, "timing": False, "checks": True})
+    ws.complete_reports(job, [rank0, rank1, rank2], 300, world_of_one=True)
+    assert len(runs) == 1
+    assert [(f.rule, f.line, f.evidence) for f in rank0.findings] == [
+        ("CG102", 26, "confirmed"), ("CG402", 28, "not-reached"), ("CG101", 29, "not-reached")]
+    marks = {(f.rule, f.line): f.evidence for f in rank1.findings}
+    assert marks[("CG101", 29)] == "confirmed" and set(marks) == {("CG102", 26), ("CG402", 28), ("CG101", 29)}, marks
+    assert rank2.findings == []
+
+
 def test_a_step_calling_compiled_code_captured_by_cgtool_gets_the_whole_step():
     """torch.compile without CUDA graphs: cgtool captures the compiled code untraced, so its GPU findings are only
     the failure; the CPU analysis (compiled code run eagerly under the tracer) names every line."""

@@ -105,12 +105,12 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
     stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
     report, outcome = run(job, nproc, timeout, show=not (as_json or quiet))
-    if report is not None and nproc == 1 and report.ranks and report.ranks[0].report is not None:
+    if report is not None and report.ranks:
         from cgtool.worker.distributed import under_torchrun
-        from cgtool.worker.whole_step import complete_report
+        from cgtool.worker.whole_step import complete_reports
 
-        if not under_torchrun():  # a world of one rank: a failed capture gets the CPU analysis of the whole step
-            report.ranks[0].report = complete_report(job, report.ranks[0].report, timeout, world_of_one=True)
+        if not under_torchrun():  # a rank whose capture failed gets the CPU analysis of the whole step (one, as rank 0)
+            complete_reports(job, [r.report for r in report.ranks if r.report is not None], timeout, world_of_one=True)
     if report is None:
         sys.exit(exit_code(report, outcome))  # rank 0 writes and prints the merged report
     for name, text in dist_files(report).items():

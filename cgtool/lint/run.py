@@ -210,7 +210,7 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
         from cgtool.worker.distributed import lint_report
 
         report = lint_report(job, opts.nproc or 1, opts.timeout, stop)
-        if report is not None and world_of_one:  # a failed capture: the CPU analysis adds what it did not reach
+        if report is not None:  # a failed capture: the CPU analysis (a world of one) adds what it did not reach
             report = complete_report(job, report, opts.timeout, stop, world_of_one=True)
         if report is None or (stop is not None and stop.is_set()):
             return None

@@ -31,9 +31,32 @@ def complete_report(job: Job, report: Report, timeout: float | None,
                     stop: threading.Event | None = None, world_of_one: bool = False) -> Report:
     """`report` with the whole step's findings added when its capture failed (unchanged otherwise); a CPU
     analysis that could not finish is named in `skipped`, the GPU's findings stay as they are. `world_of_one`:
-    a script written for ranks, run as one rank; its CPU analysis runs as a world of one too (as `--cpu` does)."""
-    if not needs_whole_step(job, report):
-        return report
+    a script written for ranks (a world of one rank, or `--nproc-per-node N`); its CPU analysis runs as a world of
+    one (as `--cpu` does)."""
+    complete_reports(job, [report], timeout, stop, world_of_one)
+    return report
+
+
+def complete_reports(job: Job, reports: list[Report], timeout: float | None,
+                     stop: threading.Event | None = None, world_of_one: bool = False) -> None:
+    """complete_report for several reports of one script (the ranks of `capture --nproc-per-node N`): the CPU
+    analysis of the whole step runs once, and joins each report whose capture failed, judged by that report's
+    own failure. For N ranks it runs as rank 0 of a world of one: what only other ranks run is not in it."""
+    failed = [r for r in reports if needs_whole_step(job, r)]
+    if not failed:
+        return
+    cpu, why = _whole_step(job, timeout, stop, world_of_one)
+    for report in failed:
+        if cpu is None:
+            report.skipped.append(why)
+            continue
+        failure = next((e for e in report.errors if e.phase == "capture" and e.user_frame is not None), None)
+        report.findings = complete_with_whole_step(report.findings, cpu.findings, failure)
+
+
+def _whole_step(job: Job, timeout: float | None, stop: threading.Event | None,
+                world_of_one: bool) -> tuple[Report | None, str]:
+    """The CPU analysis's report, or None and the sentence that says why it is missing."""
     cpu_job = Job(job.kind, job.script, job.entry, {**job.settings, "timing": False}, force_cpu=True)
     if world_of_one:
         from cgtool.worker.distributed import lint_report
@@ -45,13 +68,9 @@ def complete_report(job: Job, report: Report, timeout: float | None,
         failure = outcome.failure
         cpu = report_from_outcome(cpu_job, outcome) if failure is None else None
     if failure is not None or cpu is None:
-        report.skipped.append(f"the CPU analysis of the whole step ({failure}): findings after the failed "
-                              "capture's line are not listed")
-        return report
+        return None, (f"the CPU analysis of the whole step ({failure}): findings after the failed capture's line "
+                      "are not listed")
     if cpu.status != CPU_ONLY and not cpu.findings:
-        report.skipped.append("the CPU analysis of the whole step did not run through: findings after the failed "
-                              "capture's line are not listed")
-        return report
-    failure = next((e for e in report.errors if e.phase == "capture" and e.user_frame is not None), None)
-    report.findings = complete_with_whole_step(report.findings, cpu.findings, failure)
-    return report
+        return None, ("the CPU analysis of the whole step did not run through: findings after the failed capture's "
+                      "line are not listed")
+    return cpu, ""

@@ -120,3 +120,30 @@ def test_two_ranks_cost_less_than_one_and_a_half_of_one(work, walls, measured):
     ratio = walls[name] / wall1
     measured(f"{walls[name]:.1f} s vs {wall1:.1f} s", ratio=round(ratio, 2))
     assert r1.returncode == 0 and ratio < 1.5
+
+
+def test_every_hazard_of_a_rank_script_on_two_ranks(work, measured):
+    """Issue 20 on N ranks: tests/data/unseen_multi/ranks_allreduce.py fails its capture at the mask (line 26) on
+    every rank; `lint --nproc-per-node 2` and `capture --nproc-per-node 2` still name the hazards after it (the CPU
+    analysis of the whole step, run once as a world of one), marked not-reached, and the mask confirmed."""
+    path = os.path.join(ROOT, "tests", "data", "unseen_multi", "ranks_allreduce.py")
+    expected = {(rule, line) for line, rule in markers(path)}
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "cgtool", "lint", path, "--nproc-per-node", "2", "--format", "json",
+                        "--timeout", "240"], capture_output=True, text=True, cwd=ROOT, env=ENV, timeout=300)
+    lint_wall = time.perf_counter() - t0
+    s = json.loads(r.stdout)["scripts"][0]
+    lint_marks = {(f["rule"], f["line"]): f.get("evidence") for f in s["findings"] if f["severity"] != "info"}
+    rc, data, wall = capture(path, 2, os.path.join(work, "dist", "ranks_allreduce_2"), timeout=240)
+    per_rank = {rk["rank"]: {(f["rule"], f["line"]): f.get("evidence") for f in (rk.get("report") or {}).get("findings", [])
+                             if f["severity"] != "info"} for rk in data.get("ranks", [])}
+    save_artifact("issue20-ranks.txt", f"lint --nproc-per-node 2: exit {r.returncode}, {lint_wall:.0f} s, {lint_marks}\n"
+                  f"capture --nproc-per-node 2: exit {rc.returncode}, {wall:.0f} s, per rank {per_rank}")
+    measured(f"lint {lint_marks}; capture per rank {per_rank}", lint_wall_s=round(lint_wall), capture_wall_s=round(wall))
+    assert s["device"] == "cuda" and r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+    assert set(lint_marks) == expected and lint_marks[("CG102", 26)] == "confirmed", lint_marks
+    assert lint_marks[("CG101", 29)] == "not-reached", lint_marks
+    assert rc.returncode == 1 and len(per_rank) == 2, rc.stdout[-2000:]
+    for rank, marks in per_rank.items():
+        assert expected <= set(marks) and marks[("CG101", 29)] == "not-reached", (rank, marks)
+    assert not leftovers()
