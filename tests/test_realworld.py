@@ -1,4 +1,4 @@
-"""The corpus of library models (tests/realworld/: transformers, torchvision, timm) through `cgtool lint` on
+"""The corpus of library models (tests/realworld/: transformers, torchvision, timm, torch_geometric) through `cgtool lint` on
 the CPU: no error finding on a clean model, every `# expect:` marker of a hazard found at the user's line.
 The same corpus runs on the GPU in tests/gpu/test_realworld_gpu.py, beside plain-PyTorch truth (truth.py).
 A script whose library is not installed, or does not import with this torch, is skipped with the reason."""
@@ -21,7 +21,7 @@ from cgtool.model.rules import GPU_ONLY_RULES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "tests", "realworld")
-LIBRARIES = ("transformers", "torchvision", "timm")
+LIBRARIES = ("transformers", "torchvision", "timm", "torch_geometric")
 CLEAN = sorted(glob.glob(os.path.join(CORPUS, "clean", "*.py")))
 HAZARDS = sorted(glob.glob(os.path.join(CORPUS, "hazards", "*.py")))
 
@@ -68,9 +68,10 @@ def skip_unless_runnable(path: str) -> None:
             pytest.skip(why)
 
 
-def test_the_corpus_has_eight_clean_models_and_four_hazards_from_three_libraries():
+def test_the_corpus_has_eight_clean_models_and_four_hazards_from_four_libraries():
     assert len(CLEAN) >= 8 and len(HAZARDS) >= 4
     assert set().union(*(libraries_of(p) for p in CLEAN)) == set(LIBRARIES)
+    assert set().union(*(libraries_of(p) for p in HAZARDS)) == set(LIBRARIES)
     assert all(markers(p) for p in HAZARDS) and not any(markers(p) for p in CLEAN)
 
 
