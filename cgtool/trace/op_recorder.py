@@ -17,7 +17,7 @@ import torch
 from cgtool.model.trace import ATEN, Iteration, OpRecord, Trace
 from cgtool.trace import op_roles as R
 from cgtool.trace.call_recorder import CallRecorder
-from cgtool.trace.tensor_args import device_name, dtype_name, tensor_args
+from cgtool.trace.tensor_args import device_name, dtype_name, remember, tensor_args, tensors_in
 from cgtool.trace.frame_table import SKIPPED, FrameTable, caller_frame
 from cgtool.trace.sync_conditions import describe, features, matching_clause
 from cgtool.trace.sync_table import SyncTable, load_table
@@ -120,17 +120,8 @@ class OpRecorder(CallRecorder):
 
     def tag(self, value: Any, pinned: bool, origin: str | None = None) -> None:
         origin = origin or self.origin or self.phase
-        for t in ([value] if isinstance(value, Tensor) else value if isinstance(value, (list, tuple)) else ()):
-            if isinstance(t, Tensor):
-                key = id(t)
-                host = self.host_tensors
-
-                def drop(ref: weakref.ref, key: int = key) -> None:
-                    e = host.get(key)
-                    if e is not None and e[0] is ref:
-                        del host[key]
-
-                host[key] = (weakref.ref(t, drop), origin, pinned)
+        for t in tensors_in(value):
+            remember(self.host_tensors, t, origin, pinned)
 
     def untag(self, value: Any) -> None:
         if isinstance(value, Tensor):

@@ -3,6 +3,7 @@ scan shared by the aten half (cgtool/trace/op_recorder.py) and the Python-level 
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
@@ -72,3 +73,25 @@ def tensor_args(args: tuple, kwargs: dict) -> list[Tensor]:
             if isinstance(a, Tensor):
                 out.append(a)
     return [t for t in out if not isinstance(t, LAZY)] if any(isinstance(t, LAZY) for t in out) else out
+
+
+def tensors_in(value: Any) -> list[Tensor]:
+    """The tensors an op or call returned: itself, or those of a list or tuple."""
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for t in value if isinstance(t, Tensor)]
+    return []
+
+
+def remember(table: dict[int, tuple], t: Tensor, *extra: Any) -> None:
+    """table[id(t)] = (weakref to t, *extra), dropped when t dies (a later tensor may reuse its id: the entry is
+    only valid while its weakref still gives t)."""
+    key = id(t)
+
+    def drop(ref: weakref.ref, key: int = key) -> None:
+        e = table.get(key)
+        if e is not None and e[0] is ref:
+            del table[key]
+
+    table[key] = (weakref.ref(t, drop), *extra)

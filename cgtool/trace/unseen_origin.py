@@ -19,6 +19,8 @@ from typing import Any, Callable
 
 import torch
 
+from cgtool.trace.tensor_args import remember, tensors_in
+
 Tensor = torch.Tensor
 
 
@@ -35,15 +37,9 @@ class UnseenOrigin:
         self.seen = None
 
     def note(self, out: Any) -> None:
-        seen = self.seen
-        if seen is None:
-            return
-        if isinstance(out, Tensor):
-            seen[id(out)] = weakref.ref(out)
-        elif isinstance(out, (list, tuple)):
-            for t in out:
-                if isinstance(t, Tensor):
-                    seen[id(t)] = weakref.ref(t)
+        if self.seen is not None:
+            for t in tensors_in(out):
+                self.seen[id(t)] = weakref.ref(t)
 
     def mark(self, phase: str, value: Any, is_host: Callable[[Tensor], bool]) -> None:
         """After setup() or inputs(), with what it returned (an Args): the tensors reachable from it that no call was
@@ -79,17 +75,8 @@ class UnseenOrigin:
         return entry[1] if entry is not None and entry[0]() is t else None
 
     def tag(self, out: Any, path: str) -> None:
-        for t in ([out] if isinstance(out, Tensor) else out if isinstance(out, (list, tuple)) else ()):
-            if isinstance(t, Tensor):
-                self._put(t, path)
+        for t in tensors_in(out):
+            self._put(t, path)
 
     def _put(self, t: Tensor, path: str) -> None:
-        key = id(t)
-        unsure = self.unsure
-
-        def drop(ref: weakref.ref, key: int = key) -> None:
-            e = unsure.get(key)
-            if e is not None and e[0] is ref:
-                del unsure[key]
-
-        unsure[key] = (weakref.ref(t, drop), path)
+        remember(self.unsure, t, path)
