@@ -170,18 +170,8 @@ def node_profile(graph: Graph, frames: Sequence[Frame], ops: Sequence[OpRecord],
     for index, name, before, after, module in rows:
         for i in range(max(before, 0), after):
             owner.setdefault(i, (index, name, module))
-    used: dict[int, int] = {}
-    out_frames: list[Frame] = []
-
-    def local(f: int) -> int:
-        if f < 0 or f >= len(frames):
-            return -1
-        if f not in used:
-            used[f] = len(out_frames)
-            out_frames.append(frames[f])
-        return used[f]
-
-    profile = NodeProfile(frames=out_frames)
+    local = _FrameList()
+    profile = NodeProfile(frames=local.frames)
     us = times.node_us if times is not None else {}
     for node in graph.nodes:
         if node.kind not in TIMED_KINDS:
@@ -198,11 +188,32 @@ def node_profile(graph: Graph, frames: Sequence[Frame], ops: Sequence[OpRecord],
             reason = ""
         if reason:
             profile.unmapped[reason] = profile.unmapped.get(reason, 0) + 1
-        frame = local(op.frame) if op is not None else -1
-        lib = local(op.lib) if op is not None else -1
+        frame = local(_frame_at(frames, op.frame)) if op is not None else -1
+        lib = local(_frame_at(frames, op.lib)) if op is not None else -1
         profile.nodes.append(NodeSource(node.id, got[1] if got else "", frame, lib, got[2] if got else "",
                                         CAPTURE if not reason else NOT_MAPPED, us.get(node.id)))
     return _counted(profile, graph, times)
+
+
+class _FrameList:
+    """A profile's own frame list: calling it with a frame gives the frame's index there (added once), -1 for None."""
+
+    def __init__(self) -> None:
+        self.frames: list[Frame] = []
+        self.index: dict[Frame, int] = {}
+
+    def __call__(self, frame: Frame | None) -> int:
+        if frame is None:
+            return -1
+        k = self.index.get(frame)
+        if k is None:
+            k = self.index[frame] = len(self.frames)
+            self.frames.append(frame)
+        return k
+
+
+def _frame_at(frames: Sequence[Frame], f: int) -> Frame | None:
+    return frames[f] if 0 <= f < len(frames) else None
 
 
 def _same_op(traced: str, seen: str) -> bool:
@@ -218,18 +229,8 @@ LaunchSource = tuple[str, Frame | None, Frame | None, str]
 def launch_profile(graph: Graph, found: dict[int, LaunchSource], times: ReplayTimes | None = None) -> NodeProfile:
     """The profile of a graph of compiled code: each kernel node's launch in inductor's generated code (`found`:
     node id -> op text such as "linear, gelu: aten.addmm, aten.gelu", user frame, library frame, module)."""
-    out_frames: list[Frame] = []
-    index: dict[Frame, int] = {}
-
-    def local(f: Frame | None) -> int:
-        if f is None:
-            return -1
-        if f not in index:
-            index[f] = len(out_frames)
-            out_frames.append(f)
-        return index[f]
-
-    profile = NodeProfile(frames=out_frames)
+    local = _FrameList()
+    profile = NodeProfile(frames=local.frames)
     us = times.node_us if times is not None else {}
     for node in graph.nodes:
         if node.kind not in TIMED_KINDS:
