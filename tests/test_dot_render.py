@@ -14,7 +14,8 @@ from cgtool.graph.driver_dot import read_driver_dot
 from cgtool.graph.graph_file import read_graph_file
 from cgtool.graph.model import Graph, GraphNode
 from cgtool.model.report import CAPTURED, Report
-from cgtool.render.dot import PALETTE, graph_to_dot, render_file, render_source
+from cgtool.render.dot import PALETTE, graph_to_dot
+from cgtool.render.dot_file import render_file, render_source
 
 DATA = Path(os.path.dirname(__file__)) / "data"
 FIXTURES = ["mlp20_inference.dot", "multistream_memcpy.dot", "kinds_all.dot", "kinds_flags0.dot", "if_else_unknown.dot"]

@@ -9,7 +9,7 @@ import click
 
 from cgtool.commands.common import Number
 from cgtool.errors import CgtoolError, ExitCode
-from cgtool.render.dot import DEFAULT_MAX_NODES
+from cgtool.render.dot_file import DEFAULT_MAX_NODES
 
 if TYPE_CHECKING:
     from cgtool.graph.model import Graph
@@ -109,7 +109,8 @@ def _render_lines(graph: Graph, lines: NodeProfile, out) -> None:
 
 def _draw(graph: Graph, output: str, fold: bool, max_nodes: int, quiet: bool, lines: NodeProfile | None = None) -> None:
     from cgtool.render.console import console
-    from cgtool.render.dot import graph_to_dot, output_format, render_file
+    from cgtool.render.dot import graph_to_dot
+    from cgtool.render.dot_file import output_format, render_file
 
     output_format(output)  # a bad extension fails before any work
     picture = graph_to_dot(graph, fold=fold, max_nodes=max_nodes, lines=lines)

@@ -1,4 +1,4 @@
-"""cgtool's picture of a graph as DOT (graph.dot), and rendering DOT to SVG/PNG/PDF with Graphviz's `dot`.
+"""cgtool's picture of a graph as DOT (graph.dot); rendering DOT to SVG/PNG/PDF is in render/dot_file.py.
 
 Nodes are coloured by kind (PALETTE), kernels show short names and launch dims, child graphs are
 clusters, and long repeated runs fold into one cluster labelled ×N. The `cg_*` attributes written
@@ -7,22 +7,20 @@ here (see graph/cgtool_dot.py) let `cgtool dot graph.dot` read the same Graph ba
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 # The `graphviz` package, imported on first use: it costs ~50 ms of start-up that `cgtool dot`'s tables do not
 # need. A declared dependency; without it the CLI still starts and says what is missing.
 graphviz: Any = None
 
-from cgtool.errors import CgtoolError, ExitCode
 from cgtool.graph.cgtool_dot import FORMAT, encode, encode_ids, node_attrs
 from cgtool.graph.folding import Repeat, find_repeats
 from cgtool.graph.model import Graph, GraphNode
 from cgtool.graph.topology import Adjacency, nodes_by_graph, topo_order
 from cgtool.model.node_profile import NodeProfile
+from cgtool.render.dot_file import DEFAULT_MAX_NODES, graphviz_package
 from cgtool.render.units import fmt_bytes, fmt_us
 
-DEFAULT_MAX_NODES = 500  # drawn nodes (after folding) before the picture is cut short
 
 # kind -> (fill colour, shape). The one palette for every picture cgtool draws.
 PALETTE: dict[str, tuple[str, str]] = {
@@ -42,7 +40,6 @@ PALETTE: dict[str, tuple[str, str]] = {
     "conditional": ("#fcc2d7", "diamond"),
     "unknown": ("#dee2e6", "box"),
 }
-IMAGE_FORMATS = ("svg", "png", "pdf", "dot")
 
 
 def kind_word(kind: str) -> str:
@@ -259,44 +256,8 @@ def _title(graph: Graph, title: str) -> str:
            f' HEIGHT="20"><TR>{cells}</TR></TABLE>')
     return f'<<TABLE BORDER="0"><TR><TD>{title}</TD></TR><TR><TD ALIGN="CENTER"><FONT POINT-SIZE="9">{key}</FONT></TD></TR></TABLE>>'
 
+
 def _need_graphviz() -> None:
     global graphviz
     if graphviz is None:
-        try:
-            import graphviz as package
-        except ImportError:
-            raise CgtoolError("cgtool needs the `graphviz` Python package for DOT output: pip install graphviz",
-                              ExitCode.ENVIRONMENT) from None
-        graphviz = package
-
-
-def render_source(source: str, fmt: str) -> bytes:
-    """DOT text rendered by Graphviz's `dot` program as `fmt` (svg, png, pdf)."""
-    _need_graphviz()
-    try:
-        return graphviz.pipe("dot", fmt, source.encode(), quiet=True)
-    except graphviz.ExecutableNotFound:
-        raise CgtoolError(
-            "Rendering needs Graphviz's `dot` program, which is not on PATH. Install it with "
-            "`apt-get install graphviz` (Debian/Ubuntu) or `brew install graphviz` (macOS), "
-            "or write DOT instead with `-o graph.dot`.", ExitCode.ENVIRONMENT) from None
-    except graphviz.CalledProcessError as exc:
-        detail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
-        raise CgtoolError(f"Graphviz `dot` failed: {detail[-1] if detail else exc}", ExitCode.ENVIRONMENT) from None
-
-
-def output_format(out_path: str) -> str:
-    """The format an output path asks for by its extension, or a CgtoolError(ExitCode.USAGE)."""
-    fmt = os.path.splitext(out_path)[1].lstrip(".").lower()
-    if fmt not in IMAGE_FORMATS:
-        raise CgtoolError(f"Cannot write {out_path}: the output must end in .svg, .png, .pdf or .dot", ExitCode.USAGE)
-    return fmt
-
-
-def render_file(dot_source: str, out_path: str) -> None:
-    """Write `dot_source` to out_path, rendered as its extension says (.svg, .png, .pdf; .dot is the text)."""
-    fmt = output_format(out_path)
-    from cgtool.render.files import write_output
-
-    data = dot_source.encode() if fmt == "dot" else render_source(dot_source, fmt)
-    write_output(out_path, data)
+        graphviz = graphviz_package()

@@ -78,7 +78,8 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
 def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str], render_svg: bool, t0: float) -> None:
     import time
 
-    from cgtool.render.dot import graph_to_dot, render_source
+    from cgtool.render.dot import graph_to_dot
+    from cgtool.render.dot_file import render_source
 
     # every node stays in graph.dot (folded where it repeats) so `cgtool dot graph.dot` reads it back whole
     source = graph_to_dot(report.graph, max_nodes=max(len(report.graph.nodes), 1), lines=report.node_lines).source

@@ -1,4 +1,4 @@
-"""What one op or call records: OpRecord fields, host tensors, copies, generators, Python numbers.
+"""What one op or call records: OpRecord fields, host tensors, Python numbers (an op's detail dict: aten_detail.py).
 
 OpRecorder is the recording half of the Tracer (cgtool/trace/tracer.py): the modes call on_aten before an
 aten op runs and on_call/after_call around a tensor call; its attributes are the state the modes share. Everything here runs per op: it builds no
@@ -16,6 +16,7 @@ import torch
 
 from cgtool.model.trace import ATEN, Iteration, OpRecord, Trace
 from cgtool.trace import op_roles as R
+from cgtool.trace.aten_detail import AtenDetail
 from cgtool.trace.call_recorder import CallRecorder
 from cgtool.trace.tensor_args import device_name, dtype_name, remember, tensor_args, tensors_in
 from cgtool.trace.frame_table import SKIPPED, FrameTable, caller_frame
@@ -27,22 +28,11 @@ Tensor = torch.Tensor
 # Which stream an op runs on: (stream id, capturing) for a device index; None where CUDA is absent.
 StreamProbe = Callable[[int], "tuple[int | None, bool | None]"]
 
-
-
-
-def _histc_range(args: tuple, kwargs: dict) -> bool:
-    """aten.histc(self, bins=100, min=0, max=0): with min != max the range is given; with min == max it is
-    taken from the data (CUDA reads the tensor's min and max on the host)."""
-    lo = kwargs.get("min", args[2] if len(args) > 2 else 0)
-    hi = kwargs.get("max", args[3] if len(args) > 3 else 0)
-    return lo != hi
-
-
 # detail keys that make an aten op a sync finding (cgtool/checks/sync.py)
 _SYNC_KEYS = frozenset({"sync_when", "bool_index", "data_dependent", "via"})
 
 
-class OpRecorder(CallRecorder):
+class OpRecorder(CallRecorder, AtenDetail):
     """Recording state and the per-op logic. `virtual_cuda`: CPU tensors stand for CUDA tensors, and only
     tensors made on the host on purpose count as host tensors (the CPU run)."""
 
@@ -251,57 +241,3 @@ class OpRecorder(CallRecorder):
         for t in (out,) if isinstance(out, Tensor) else out if isinstance(out, (list, tuple)) else ():
             if isinstance(t, Tensor):
                 self.made[id(t)] = index
-
-    def aten_detail(self, name: str, args: tuple, kwargs: dict, tensors: list[Tensor]) -> dict[str, Any] | None:
-        d: dict[str, Any] = {}
-        gen = kwargs.get("generator")
-        if gen is not None:
-            d.update(self.generator_detail(gen))
-        if name == R.HISTC_ATEN and (_histc_range(args, kwargs) or (tensors and tensors[0].numel() == 0)):
-            d["fixed_size"] = True  # histc with a given range (or of no elements): `bins` outputs, no read of min/max
-        elif name in R.SCALAR_READ_ATEN or name in R.DATA_DEPENDENT_ATEN:
-            d["via"] = self.frame_table.library_path(sys._getframe(1))
-        elif name in R.INDEX_ATEN:
-            indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
-            if any(isinstance(i, Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices):
-                d["bool_index"] = True
-                d["via"] = self.frame_table.library_path(sys._getframe(1))
-        elif name == R.REPEAT_ATEN:
-            if tensors and kwargs.get("output_size") is None and isinstance(args[0] if args else None, Tensor) \
-                    and (len(args) < 2 or isinstance(args[1], Tensor) or args[0].dim() == 1 and len(args) == 1):
-                d["data_dependent"] = True
-        elif name in R.COPY_ATEN and not self.virtual_cuda:
-            self.copy_detail(d, name, args, kwargs)
-        return d or None
-
-    def copy_detail(self, d: dict[str, Any], name: str, args: tuple, kwargs: dict) -> None:
-        """GPU run: the direction of an aten-level copy between host and device."""
-        if name == "aten._to_copy" and args and isinstance(args[0], Tensor):
-            src, dst_side = args[0], self.side(kwargs.get("device"))
-            src_host = not src.is_cuda
-        elif name in ("aten.copy_", "aten.copy") and len(args) > 1 and isinstance(args[1], Tensor):
-            src, dst_side = args[1], ("host" if not args[0].is_cuda else "device")
-            src_host = not src.is_cuda
-        else:
-            return
-        if src_host and dst_side == "device":
-            d["move"] = "h2d"
-            self.mute += 1
-            try:
-                pinned = bool(src.is_pinned())
-            finally:
-                self.mute -= 1
-            origin = self.host_info(src)
-            d["src"] = origin[0] if origin else "unknown"
-            d["pinned"] = pinned
-        elif not src_host and dst_side == "host":
-            d["move"] = "d2h"
-            d["via"] = self.frame_table.library_path(sys._getframe(1))
-
-    def generator_detail(self, gen: Any) -> dict[str, Any]:
-        if gen is torch.default_generator or any(gen is g for g in getattr(torch.cuda, "default_generators", ())):
-            return {"generator": "default"}
-        intended = getattr(gen, "_cgtool_device", None)  # set by the CPU stand-in for torch.Generator
-        if intended is None:
-            intended = "device" if gen.device.type == "cuda" else "host"
-        return {"generator": "custom", "generator_device": intended}
