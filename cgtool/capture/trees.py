@@ -205,12 +205,6 @@ def _function_id(obj: Any, depth: int = 0) -> int | None:
     return None
 
 
-def pool_bytes(mgr: Any) -> int | None:
-    """Bytes the trees' private pool holds (memory_snapshot segments of that pool)."""
-    mem = pool_memory_of(mgr)
-    return None if mem is None else mem[0]
-
-
 def pool_memory_of(mgr: Any) -> tuple[int, int] | None:
     """(reserved, allocated) bytes of the trees' private pool, or None without a trees manager."""
     from cgtool.capture.memory import pool_memory
@@ -220,4 +214,4 @@ def pool_memory_of(mgr: Any) -> tuple[int, int] | None:
     return pool_memory(mgr.cuda_graphs_thread_pool)
 
 
-__all__ = ["TreesObserver", "pool_bytes", "pool_memory_of", "symint_keys", "tree_manager", "tree_nodes", "tree_state"]
+__all__ = ["TreesObserver", "pool_memory_of", "symint_keys", "tree_manager", "tree_nodes", "tree_state"]

@@ -147,7 +147,7 @@ def _in_library(trace: Trace, op: OpRecord, rule: str, message: str, via: tuple[
         return finding_at(trace, rule, op.frame, message)
     where = describe_library_frame(via[-1])
     if any("torch/optim/" in v for v in via):
-        return _optimizer(trace, op, via)
+        return _optimizer(trace, op, via, where)
     if any("grad_scaler.py" in v for v in via):
         return replace(finding_at(trace, "CG101", op.frame, f"GradScaler reads a GPU value on the host (`{op.name}` in "
                        f"{where}): it checks found_inf on the host before stepping", hint=_SCALER_HINT), library=where)
@@ -165,10 +165,9 @@ def is_optimizer_host_read(op: OpRecord) -> bool:
 _NO_CAPTURABLE_MODE = {"lbfgs.py": "LBFGS", "sparse_adam.py": "SparseAdam"}
 
 
-def _optimizer(trace: Trace, op: OpRecord, via: tuple[str, ...]) -> Finding:
+def _optimizer(trace: Trace, op: OpRecord, via: tuple[str, ...], where: str) -> Finding:
     module = next((v.split(":")[0] for v in reversed(via) if "torch/optim/" in v and "optimizer.py" not in v),
                   "torch/optim")
-    where = describe_library_frame(via[-1]) if via else module
     name = _NO_CAPTURABLE_MODE.get(module.rsplit("/", 1)[-1])
     if name is not None:  # no flag makes it capturable: say so, not "use capturable=True"
         return replace(finding_at(trace, "CG404", op.frame, f"{name} reads a GPU value on the host (`{op.name}` in "

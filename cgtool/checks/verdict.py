@@ -27,7 +27,7 @@ _SEEN_BETWEEN_ITERATIONS = ("CG301", "CG302", "CG406")  # CG406: a tensor reboun
 # Work off the capturing stream predicts a wrong replay, but the driver can also refuse it at the call while another
 # stream captures (H100, torch 2.11: an unforked side stream's `x.std()` failed the capture at its line with
 # `operation not permitted when stream is capturing`): a capture that failed at the finding's own line confirms it.
-_STREAM_WORK = ("CG201", "CG202", "CG203")
+_STREAM_WORK = ("CG201", "CG202")  # CG203 predicts a failed capture: confirmed at its line by the rule's own prediction
 
 
 def observed_between_iterations(f: Finding) -> bool:

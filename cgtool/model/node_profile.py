@@ -14,13 +14,11 @@ from cgtool.model.trace import OpRecord
 
 CAPTURE = "capture"  # NodeSource.how: the node count of the capturing graph around each traced op (exact)
 INDUCTOR = "inductor"  # the launch in inductor's generated code, its FX node's stack from inductor's line map
-EAGER = "eager"  # matched to a profiled eager step's kernel, launched by a known op
 NOT_MAPPED = "not mapped"
 
 # Why a node has no line (NodeProfile.unmapped keys)
 OUTSIDE_OPS = "made outside any traced op (a CUDA call from Python, or the capture's own)"
 UNTRACED_OP = "made by an op the tracer did not record (no user frame)"
-NO_MATCH = "no eager kernel with the same name in order"
 NO_LAUNCH = "no launch of inductor's generated code matched it (code outside the compiled graphs)"
 NO_STACK = "inductor's line map kept no user frame for its FX node (torch.nn's own forward, e.g. nn.Sequential)"
 

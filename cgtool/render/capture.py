@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cgtool.model.finding import CONFIRMED, EVIDENCE, NOT_REACHED, REFUTED, UNTESTED
 from cgtool.model.report import (CAPTURE_FAILED, CAPTURED, COMPILED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, WORKER_FAILED,
                                  Report)
 from cgtool.render.units import fmt_graph_memory, fmt_us
@@ -187,9 +188,9 @@ def evidence_line(report: Report) -> str | None:
     """How the real capture judged the trace's findings: `trace findings against the real capture: 1
     confirmed, 2 refuted (shown as info), 0 not tested`; None when no finding was judged (CPU run)."""
     counts = {k: sum(f.evidence == k for f in report.findings)
-              for k in ("confirmed", "refuted", "untested", "not-reached")}
+              for k in EVIDENCE}
     if not any(counts.values()):
         return None
-    unreached = f", {counts['not-reached']} not reached" if counts["not-reached"] else ""
-    return (f"trace findings against the real capture: {counts['confirmed']} confirmed, {counts['refuted']} "
-            f"refuted (shown as info), {counts['untested']} not tested{unreached}")
+    unreached = f", {counts[NOT_REACHED]} not reached" if counts[NOT_REACHED] else ""
+    return (f"trace findings against the real capture: {counts[CONFIRMED]} confirmed, {counts[REFUTED]} "
+            f"refuted (shown as info), {counts[UNTESTED]} not tested{unreached}")

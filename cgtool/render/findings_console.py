@@ -5,12 +5,12 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
-from cgtool.model.finding import Finding
+from cgtool.model.finding import CONFIRMED, EVIDENCE_WORDS, NOT_REACHED, REFUTED, UNTESTED, Finding
 from cgtool.model.report import ErrorRecord
 
 _COLOURS = {"error": "red", "warning": "yellow", "info": "blue"}
-_EVIDENCE = {"confirmed": "[red]confirmed by the capture[/]", "refuted": "[green]refuted by the capture[/]",
-             "untested": "[dim]not tested by the capture[/]", "not-reached": "[dim]not reached by the capture[/]"}
+_EVIDENCE_COLOURS = {CONFIRMED: "red", REFUTED: "green", UNTESTED: "dim", NOT_REACHED: "dim"}
+_EVIDENCE = {k: f"[{_EVIDENCE_COLOURS[k]}]{words}[/]" for k, words in EVIDENCE_WORDS.items()}
 _WORDS = {"error": "error", "warning": "warning", "info": "note"}
 
 

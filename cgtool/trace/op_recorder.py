@@ -18,7 +18,7 @@ from cgtool.model.trace import ATEN, Iteration, OpRecord, Trace
 from cgtool.trace import op_roles as R
 from cgtool.trace.aten_detail import AtenDetail
 from cgtool.trace.call_recorder import CallRecorder
-from cgtool.trace.tensor_args import device_name, dtype_name, remember, tensor_args, tensors_in
+from cgtool.trace.tensor_args import device_name, dtype_name, recall, remember, tensor_args, tensors_in
 from cgtool.trace.frame_table import SKIPPED, FrameTable, caller_frame
 from cgtool.trace.sync_conditions import describe, features, matching_clause
 from cgtool.trace.sync_table import SyncTable, load_table
@@ -97,16 +97,13 @@ class OpRecorder(CallRecorder, AtenDetail):
         return where
 
     def host_info(self, t: Tensor) -> tuple[str, bool] | None:
-        entry = self.host_tensors.get(id(t))
-        if entry is not None and entry[0]() is t:
-            return entry[1], entry[2]
-        return None
+        entry = recall(self.host_tensors, t)
+        return (entry[1], entry[2]) if entry is not None else None
 
     def is_host(self, t: Tensor) -> bool:
         if not self.virtual_cuda:
             return not t.is_cuda
-        entry = self.host_tensors.get(id(t))
-        return entry is not None and entry[0]() is t
+        return recall(self.host_tensors, t) is not None
 
     def tag(self, value: Any, pinned: bool, origin: str | None = None) -> None:
         origin = origin or self.origin or self.phase
@@ -232,12 +229,11 @@ class OpRecorder(CallRecorder, AtenDetail):
 
     def note_reads(self, tensors: list[Tensor]) -> None:
         for t in tensors:
-            entry = self.watched.get(id(t))
-            if entry is not None and entry[0]() is t:
+            entry = recall(self.watched, t)
+            if entry is not None:
                 self.read_paths.add(entry[1])
 
     def note_made(self, out: Any, index: int) -> None:
         """The op at `index` of this iteration's ops made `out` (while state tensors are watched)."""
-        for t in (out,) if isinstance(out, Tensor) else out if isinstance(out, (list, tuple)) else ():
-            if isinstance(t, Tensor):
-                self.made[id(t)] = index
+        for t in tensors_in(out):
+            self.made[id(t)] = index

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from cgtool.trace.sync_conditions import Features, atoms, holds
+from cgtool.trace.sync_conditions import Features, atoms, holds, matching_clause
 
 # Copies sync when they go from the device to the host: a direction the table's conditions cannot express (a
 # sample copying to the host syncs, the same op casting on the device does not). The analysis judges copies
@@ -44,10 +44,7 @@ class SyncTable:
         """The clause under which Python-level call `name` synchronizes outside any aten op on CUDA (a Python
         conversion of a device scalar, a copy of Python data to the device inside torch's Python code, as
         `unravel_index` or indexing with a 0-dim tensor), or None."""
-        for clause in self.python_level.get(name, ()):
-            if all(holds(a, feats) for a in clause):
-                return clause
-        return None
+        return matching_clause(self.python_level.get(name, []), feats)
 
     def call_is_clean(self, name: str, feats: Features) -> bool:
         """On CUDA, `name` with these arguments runs no sync (as far as the generator saw). For a call with syncs its
@@ -56,7 +53,7 @@ class SyncTable:
         if name in self.clean_calls:
             return True
         conditions = self.calls.get(name)
-        if conditions is None or any(all(holds(a, feats) for a in c) for c in conditions):
+        if conditions is None or matching_clause(conditions, feats) is not None:
             return False
         if name not in self.partial_calls:
             return True

@@ -95,3 +95,9 @@ def remember(table: dict[int, tuple], t: Tensor, *extra: Any) -> None:
             del table[key]
 
     table[key] = (weakref.ref(t, drop), *extra)
+
+
+def recall(table: dict[int, tuple], t: Tensor) -> tuple | None:
+    """The entry remember() made for t (weakref first), or None (never remembered, or another tensor's old id)."""
+    entry = table.get(id(t))
+    return entry if entry is not None and entry[0]() is t else None

@@ -28,6 +28,7 @@ from cgtool.trace.function_mode import FunctionMode, SetupMode
 from cgtool.trace.host_factories import HostFactories
 from cgtool.trace.op_recorder import OpRecorder, StreamProbe
 from cgtool.trace.state_watch import StateWatch
+from cgtool.trace.tensor_args import tensors_in
 from cgtool.trace.sync_warnings import sync_warnings_start, sync_warnings_stop
 
 Tensor = torch.Tensor
@@ -242,8 +243,7 @@ class _DispatchMode(TorchDispatchMode):
                     t.unseen.tag(out, t.unsure_out)
                     t.unsure_out = None
                 if t.sized_by_data is not None:
-                    outs = out if isinstance(out, (list, tuple)) else (out,)
-                    t.sized_by_data["out_shapes"] = tuple(tuple(o.shape) for o in outs if isinstance(o, Tensor))
+                    t.sized_by_data["out_shapes"] = tuple(tuple(o.shape) for o in tensors_in(out))
                     t.sized_by_data = None
             except Exception as exc:  # noqa: BLE001
                 t.fail(exc)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import torch
 
-from cgtool.trace.tensor_args import remember, tensors_in
+from cgtool.trace.tensor_args import recall, remember, tensors_in
 
 Tensor = torch.Tensor
 
@@ -71,8 +71,8 @@ class UnseenOrigin:
         return path
 
     def path(self, t: Tensor) -> str | None:
-        entry = self.unsure.get(id(t))
-        return entry[1] if entry is not None and entry[0]() is t else None
+        entry = recall(self.unsure, t)
+        return entry[1] if entry is not None else None
 
     def tag(self, out: Any, path: str) -> None:
         for t in tensors_in(out):
