@@ -214,6 +214,20 @@ def test_the_plan_is_python_with_the_call_modes_shapes_and_layouts():
     assert "measured 3.00× faster" in code
 
 
+def test_no_plan_for_a_set_whose_graphed_step_differs_from_eager():
+    """modules-plan.py is written for a set that matches eager, or whose replay was not checked (said in its
+    header); never for one the check found different."""
+    from dataclasses import replace
+
+    from cgtool.render.plan import plan_calls, plan_code
+
+    m = _plan_map()
+    bad = replace(m, replay=ReplayCheck("mismatch", "inputs(4)", (_diff("output", 0.5),)))
+    assert plan_code(bad, "s.py") == "" and plan_calls(bad) == []
+    unchecked = plan_code(replace(m, replay=None), "s.py")
+    assert "was not checked against eager" in unchecked and "graph_module(model" in unchecked
+
+
 def test_plan_samples_a_padding_mask_as_all_true_and_grad_only_with_a_backward():
     """A bool mask sampled as zeros would mask every token (SDPA then makes NaNs in the warmup); a forward-only
     graph (transformers' rotary embedding: its input requires grad, its outputs do not) takes plain tensors."""

@@ -87,9 +87,18 @@ def put_back(modules, saved):
 '''
 
 
+def _planned(m: ModuleMap) -> list[ModuleEntry]:
+    """The recommended set's entries (`m.graphed`, with a recorded call), none when its graphed step was checked
+    against eager and differs (a plan must not be pasted then)."""
+    if m.replay is not None and m.replay.status != "match":
+        return []
+    return [e for e in m.modules if e.status == GRAPHED and e.path in m.graphed and e.call is not None]
+
+
 def plan_code(m: ModuleMap, script: str = "") -> str:
-    """The code for the recommended set (`m.graphed`), '' when nothing is recommended."""
-    entries = [e for e in m.modules if e.status == GRAPHED and e.path in m.graphed and e.call is not None]
+    """The code for the recommended set (`m.graphed`), '' when nothing is recommended or the set differs from
+    eager; a set whose replay was not checked (--no-replay-check) gets the code with that said in its header."""
+    entries = _planned(m)
     if not entries:
         return ""
     roots = sorted({e.path.split(".", 1)[0] for e in entries})
@@ -117,9 +126,8 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
 def plan_calls(m: ModuleMap) -> list[str]:
     """The plan's graph_module(...) lines alone, for the console (the helper is in modules-plan.py)."""
     lines: list[str] = []
-    for e in m.modules:
-        if e.status == GRAPHED and e.path in m.graphed and e.call is not None:
-            lines += _graph_call(e, e.call)
+    for e in _planned(m):
+        lines += _graph_call(e, e.call)
     return lines
 
 
