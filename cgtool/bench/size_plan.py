@@ -217,7 +217,7 @@ def parse_histogram(data: object) -> dict[int, float]:
 
 
 def parse_sizes(text: str) -> list[int]:
-    """`1,2,4,8`; `LOW:HIGH` for the powers of two from LOW to HIGH (HIGH included); `LOW:HIGH:STEP` for a range."""
+    """`1,2,4,8`; `LOW:HIGH` doubles from LOW (LOW, 2*LOW, ...) and ends with HIGH (`3:100` is 3, 6, ..., 96, 100); `LOW:HIGH:STEP` for a range."""
     sizes: list[int] = []
     for part in (p.strip() for p in text.split(",") if p.strip()):
         if ":" not in part:

@@ -57,8 +57,8 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
               help="Time exactly this many iterations per mode instead (no adaptive stopping).")
 @click.option("--l2-flush", is_flag=True, help="Flush the L2 cache before every timed iteration (cold-cache timing).")
 @click.option("--sizes", callback=_sizes, default=None, metavar="N,N,...",
-              help="Sweep: pass size=N to setup/inputs and capture one graph per size; LOW:HIGH is the powers of "
-              "two from LOW to HIGH, LOW:HIGH:STEP a range. Several sizes are also captured into one shared pool, "
+              help="Sweep: pass size=N to setup/inputs and capture one graph per size; LOW:HIGH doubles from LOW "
+              "(LOW, 2*LOW, 4*LOW, ...) and ends with HIGH, LOW:HIGH:STEP a range. Several sizes are also captured into one shared pool, "
               "largest first, on one stream (as vLLM does).")
 @click.option("--histogram", "histogram_file", type=click.Path(exists=True, dir_okay=False), default=None,
               help="With --sizes: plan which sizes to capture for these batches (JSON {\"batch\": count} or a list).")

@@ -52,6 +52,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
       graph.dot          cgtool's picture of the graph (graph.svg too when Graphviz `dot` is installed)
       graph.driver.dot   the CUDA driver's verbose dump (cudaGraphDebugDotPrint)
       graph-piece-N.dot  with --piecewise: each piece's graph
+      modules-plan.py    with --modules: the recommended set as plain PyTorch to paste
 
     \b
     torch.compile is found while the script runs, wherever it is called (the script, an imported module or
