@@ -28,6 +28,9 @@ def test_no_gpu_is_exit_3_with_a_clear_message(run_cli, tmp_path):
     (["--batch-range", "1:64"], "add --sizes"),
     (["--sizes", "1:8", "--batch-range", "9:2"], "LOW <= HIGH"),
     (["--sizes", "1:8", "--memory-budget", "lots"], "not a memory size"),
+    (["--sizes", "1:8", "--memory-budget", "1GiB"], "add --histogram FILE or --batch-range"),
+    (["--sizes", "1:8", "--max-sizes", "3"], "add --histogram FILE or --batch-range"),
+    (["--sizes", "1:8", "--batch-range", "1:8", "--piecewise"], "not with --piecewise"),
 ])
 def test_usage_errors_exit_2(run_cli, args, text):
     r = run_cli("bench", MLP, *args)
