@@ -62,9 +62,8 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
     via = tuple(detail.get("via", ()))
     if op.kind == CALL:
         if detail.get("python_level"):
-            when = "with any arguments" if detail["sync_when"] == "always" else f"when {detail['sync_when']}"
-            return _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA in torch's Python "
-                               f"code, outside any aten op, {when} (sync table of torch {detail.get('sync_table')})", via)
+            return _in_library(trace, op, "CG101", _table_sync(op, detail["sync_when"], "in torch's Python code, "
+                               "outside any aten op, "), via)
         if op.name in R.EQUAL_CALLS and len(set(op.shapes[:2])) > 1:
             return None  # tensors of different sizes: equal answers False without reading them (CUDA too)
         if op.name in R.SCALAR_READ_CALLS:
@@ -90,9 +89,7 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
         if detail.get("move") == "d2h":
             return _in_library(trace, op, "CG103", f"`{op.name}` copies a GPU tensor to the host", via)
         if detail.get("sync_when"):
-            when = "with any arguments" if detail["sync_when"] == "always" else f"when {detail['sync_when']}"
-            return _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA {when} "
-                               f"(sync table of torch {detail.get('sync_table')})", via)
+            return _in_library(trace, op, "CG101", _table_sync(op, detail["sync_when"]), via)
         return None
     if op.kind == SYNC_WARNING:
         return finding_at(trace, "CG101", op.frame, "a synchronizing CUDA operation runs here "
@@ -115,13 +112,19 @@ def sync_at_capture_failure(trace: Trace, record: ErrorRecord) -> list[Finding]:
             f = finding_at(trace, "CG101", op.frame, "")
             if (f.file, f.line) != (frame.file, frame.line):
                 continue
-            words = "with any arguments" if when == "always" else f"when {when}"
             error = f"{record.cuda_error + ': ' if record.cuda_error else ''}{record.message}"
-            f = _in_library(trace, op, "CG101", f"`{op.name}` synchronizes with the GPU on CUDA {words} (sync table of "
-                            f"torch {(op.detail or {}).get('sync_table')}); the capture failed here: {error[:300]}",
+            f = _in_library(trace, op, "CG101", f"{_table_sync(op, when)}; the capture failed here: {error[:300]}",
                             tuple((op.detail or {}).get("via", ())))
             return [replace(f, evidence=CONFIRMED)]
     return []
+
+
+def _table_sync(op: OpRecord, when: str, where: str = "") -> str:
+    """The message of a sync the sync table names: "`aten.isin` synchronizes with the GPU on CUDA when ... (sync table
+    of torch 2.11.0)"; `where` goes before the condition (the Python-level entries' "in torch's Python code, ...")."""
+    words = "with any arguments" if when == "always" else f"when {when}"
+    return (f"`{op.name}` synchronizes with the GPU on CUDA {where}{words} (sync table of torch "
+            f"{(op.detail or {}).get('sync_table')})")
 
 
 def _following_aten(ops: list[OpRecord], k: int, names: frozenset[str]) -> str | None:

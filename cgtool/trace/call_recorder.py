@@ -160,7 +160,7 @@ class CallRecorder:
         if inner == SKIPPED:
             return
         detail = {self.sync_key: describe(clause), "via": self.frame_table.library_path(sys._getframe(1)),
-                  "sync_table": table.torch_version + (f" ({table.note})" if table.note else "")}
+                  "sync_table": table.label}
         if self.virtual_cuda:
             detail["python_level"] = True  # a finding on the CPU run; on the GPU run it names a failed capture
         self.ops.append(OpRecord(CALL, name, tuple(tuple(t.shape) for t in tensors),

@@ -215,7 +215,7 @@ class OpRecorder(CallRecorder, AtenDetail):
             return detail
         d = dict(detail or {})
         d[self.sync_key] = describe(clause)
-        d["sync_table"] = table.torch_version + (f" ({table.note})" if table.note else "")
+        d["sync_table"] = table.label
         d.setdefault("via", self.frame_table.library_path(sys._getframe(1)))
         return d
 

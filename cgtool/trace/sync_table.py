@@ -40,6 +40,11 @@ class SyncTable:
     python_level: dict[str, list[list[str]]] = field(default_factory=dict)  # syncs outside any aten op, by call
     partial_calls: frozenset[str] = frozenset()  # calls with a few syncs their clauses do not explain
 
+    @property
+    def label(self) -> str:
+        """How findings name the table: its torch version, and the note when it is another version's."""
+        return self.torch_version + (f" ({self.note})" if self.note else "")
+
     def python_level_sync(self, name: str, feats: Features) -> list[str] | None:
         """The clause under which Python-level call `name` synchronizes outside any aten op on CUDA (a Python
         conversion of a device scalar, a copy of Python data to the device inside torch's Python code, as
