@@ -124,10 +124,10 @@ def complete_with_whole_step(found: list[Finding], whole_step: list[Finding], fa
     stop = f"line {frame.line}" if frame is not None else "its first failure"
     passed = set(failure.passed) if failure is not None else set()
     added = []
-    for f in whole_step:
-        if (f.rule, f.file, f.line) in have or predicts(f) is None:
-            continue
-        judged = judge([f], CAPTURE_FAILED, failure, None)[0] if failure is not None else f
+    new = [f for f in whole_step if (f.rule, f.file, f.line) not in have and predicts(f) is not None]
+    # only a CONFIRMED judgement is kept (refuted_by_passing, run by judge, never changes one)
+    judged_all = judge(new, CAPTURE_FAILED, failure, None) if failure is not None else new
+    for f, judged in zip(new, judged_all):
         if judged.evidence == CONFIRMED:
             added.append(judged)
         elif f"{f.file}:{f.line}" in passed:
