@@ -94,7 +94,7 @@ def exit_code(report: DistReport | None, outcome: Any) -> ExitCode:
 
 
 def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: str | None, as_json: bool,
-                        quiet: bool) -> None:
+                        quiet: bool, html_path: str | None = None) -> None:
     import json
 
     from cgtool.render.console import console
@@ -118,9 +118,22 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
         os.makedirs(os.path.dirname(path), exist_ok=True)
         write_output(path, text)
         report.outputs[name] = path
+    _write_html(report, out_dir, html_path)
     write_output(os.path.join(out_dir, "report.json"), json.dumps(report.to_json(), indent=1) + "\n")
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
     else:
         render_dist_report(report, console(), quiet=quiet)
     sys.exit(exit_code(report, outcome))
+
+
+def _write_html(report: DistReport, out_dir: str, html_path: str | None) -> None:
+    """report.html beside the merged report.json (and at --html): one page, a tab per rank (docs/html.md)."""
+    from cgtool.render.html import render_distributed_html
+    from cgtool.render.html_files import dist_paths, read_sources, write_html
+
+    default = os.path.join(out_dir, "report.html")
+    report.outputs["report.html"] = default
+    page = render_distributed_html(report, read_sources(dist_paths(report)))
+    for path in dict.fromkeys(p for p in (default, html_path) if p):
+        write_html(path, page)

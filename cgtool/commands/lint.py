@@ -28,9 +28,11 @@ from cgtool.model.lint_result import LINT_FORMATS
               help="Write the output to a file (a device, FIFO or symlink's target is written in place).")
 @click.option("--nproc-per-node", "nproc", type=Number("nproc"), default=None, metavar="N",
               help="Analyse each script on N ranks (torch.distributed.run) and add the cross-rank checks (CG6xx).")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the findings as one self-contained HTML page here (docs/html.md).")
 def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignore: tuple[str, ...], entry: str,
          warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int | None, output: str | None,
-         nproc: int | None) -> None:
+         nproc: int | None, html_path: str | None) -> None:
     """Check scripts (files, `script.py:fn`, or folders searched for scripts with a step()) for what
     breaks capture.
 
@@ -68,6 +70,11 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
 
         check_writable(output, "--output")
         _refuse_scripts_as_output(output, paths, entry)
+    if html_path:
+        from cgtool.render.files import check_writable
+
+        check_writable(html_path, "--html")
+        _refuse_scripts_as_output(html_path, paths, entry, "--html")
     first = paths[0].rsplit(":", 1)[0] if not os.path.exists(paths[0]) else paths[0]
     # one configuration per run: the nearest [tool.cgtool] above the first path
     config = load_config(first if os.path.isdir(first) else os.path.dirname(os.path.abspath(first)))
@@ -88,11 +95,17 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
         write_output(output, text)
     else:
         sys.stdout.write(text)
+    if html_path:
+        from cgtool.render.html import render_lint_html
+        from cgtool.render.html_files import lint_paths as named_files
+        from cgtool.render.html_files import read_sources, write_html
+
+        write_html(html_path, render_lint_html(result, read_sources(named_files(result))))
     sys.exit(result.exit_code)
 
 
-def _refuse_scripts_as_output(output: str, paths: tuple[str, ...], entry: str) -> None:
-    """-o must not name a script this run reads (lint would replace it with its report)."""
+def _refuse_scripts_as_output(output: str, paths: tuple[str, ...], entry: str, option: str = "-o") -> None:
+    """-o (or --html) must not name a script this run reads (lint would replace it with its report)."""
     from cgtool.lint.run import find_scripts
     from cgtool.render.files import refuse_input
 
@@ -103,7 +116,7 @@ def _refuse_scripts_as_output(output: str, paths: tuple[str, ...], entry: str) -
     except Exception:  # noqa: BLE001 - a bad path is reported by the run itself, in its own words
         scripts = []
     given = [p for p in paths if os.path.isfile(p)]
-    refuse_input(output, "-o", {path: "a script" for path in [*given, *(s for s, _ in scripts)]})
+    refuse_input(output, option, {path: "a script" for path in [*given, *(s for s, _ in scripts)]})
 
 
 def _split(values: tuple[str, ...]) -> list[str]:

@@ -1,4 +1,4 @@
-"""Write a capture's output folder, each file atomically (render/files.py): report.json, graph.dot,
+"""Write a capture's output folder, each file atomically (render/files.py): report.json, report.html, graph.dot,
 graph.driver.dot, graph.svg, graph-piece-N.dot per piece of a pieced step (--piecewise), modules-plan.py (the module
 map's recommended set as code to paste, --modules), and torch.compile's
 graphs (graph.dot, graph-2.dot, ... in the driver's DOT) for a compiled step."""
@@ -27,11 +27,11 @@ def prepare_out_dir(path: str) -> str:
     return path
 
 
-def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None:
+def write_outputs(report: Report, out_dir: str, render_svg: bool = True, html: bool = True) -> None:
     """Write every output the report supports; record paths in report.outputs; report.json last.
 
     A file that cannot be written (a full disk, a folder made read-only or removed mid-run) leaves no
-    half-written file: a picture that fails is noted in report.skipped, and report.json failing is a
+    half-written file: a picture (or report.html) that fails is noted in report.skipped, and report.json failing is a
     CgtoolError (exit 3) raised after report.outputs lists only what was written."""
     import time
 
@@ -67,6 +67,8 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
     if report.modules is not None:
         _write_plan(report, out_dir, written)
     report_path = os.path.join(out_dir, "report.json")
+    if html:
+        _write_html(report, out_dir, written, report_path)
     report.outputs = {**written, "report.json": report_path}
     try:
         write_output(report_path, json.dumps(report.to_json(), indent=1) + "\n")
@@ -94,6 +96,19 @@ def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str],
             written["graph.svg"] = svg_path
         except CgtoolError as exc:
             report.skipped.append(f"graph.svg: {exc.message}")
+
+
+def _write_html(report: Report, out_dir: str, written: dict[str, str], report_path: str) -> None:
+    """report.html: the report as one self-contained page (docs/html.md), listing the files beside it."""
+    from cgtool.render.html import render_report_html
+    from cgtool.render.html_files import read_sources, report_paths
+
+    path = os.path.join(out_dir, "report.html")
+    report.outputs = {**written, "report.html": path, "report.json": report_path}
+    try:
+        written["report.html"] = write_output(path, render_report_html(report, read_sources(report_paths(report))))
+    except CgtoolError as exc:
+        report.skipped.append(f"report.html: {exc.message}")
 
 
 def _write_plan(report: Report, out_dir: str, written: dict[str, str]) -> None:
