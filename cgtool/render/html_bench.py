@@ -44,8 +44,8 @@ def _sweep_html(report: BenchReport) -> str:
                   + lines([("speedup (wall)", [(r.size, r.speedup_wall.point) for r in sized]),
                            ("speedup (GPU)", [(r.size, r.speedup_gpu.point) for r in sized])],
                           "replay speedup by size", "speedup", lambda v: f"{v:.1f}×")
-                  + hbars([(f"size {r.size}", float(r.pool_bytes or 0), fmt_bytes(r.pool_bytes or 0)) for r in sized],
-                          "graph pool by size"))
+                  + hbars([(f"size {r.size}", float(r.pool_bytes), fmt_bytes(r.pool_bytes)) for r in sized
+                           if r.pool_bytes is not None], "graph pool by size"))
     shared = shared_pool_line(report)
     return (table(["size", "eager", "replay", "speedup", "95% CI", "GPU speedup", "overhead saved", "pool", "stopped by"],
                   rows, numeric=range(0, 8)) + charts + (para(shared) if shared else ""))
@@ -60,8 +60,9 @@ def _plan_html(plan: dict[str, Any]) -> str:
     head = para(f"For the expected batches{f', within a memory budget of {fmt_bytes(int(budget))}' if budget else ''}: "
                 "every batch is padded up to the next captured size; batches above the largest run eager.")
     chart = (size_sets([(s["label"], s["sizes"]) for s in sets], "captured sizes of each set")
-             + hbars([(s["label"], float(s["memory_bytes"]), fmt_bytes(int(s["memory_bytes"]))) for s in sets],
-                     "graph memory of each set", colour="#862e9c")
+             + (hbars([(s["label"], float(s["memory_bytes"]), fmt_bytes(int(s["memory_bytes"]))) for s in sets],
+                      "graph memory of each set", colour="#862e9c") if any(s["memory_bytes"] for s in sets) else
+                para("The sweep measured no graph memory, so the sets' memory is not drawn.", "muted"))
              + hbars([(s["label"], float(s["speedup"]), f"{s['speedup']:.2f}×") for s in sets],
                      "mean speedup over the batches", colour="#2b8a3e"))
     return head + table(["set", "sizes", "memory", "capture", "mean step", "speedup", ""], rows,

@@ -1,0 +1,104 @@
+"""The HTML report without a browser: hostile strings stay text, the page works without `dot`, what a page
+holds for each kind of JSON, and `cgtool report`'s errors."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from html.parser import HTMLParser
+
+import pytest
+
+from cgtool.cli import main
+from cgtool.graph.model import Graph, GraphNode
+from cgtool.model.finding import Finding
+from cgtool.model.frame import Frame
+from cgtool.model.node_profile import NodeProfile, NodeSource
+from cgtool.model.report import CAPTURED, ErrorRecord, Report
+from cgtool.render import html_graph
+from cgtool.render.html import document_kind, render_document_html, render_report_html
+
+EVIL = '</pre></table><script>alert("x")</script><img src=x onerror=alert(1)>&amp;"\''
+
+
+class Tags(HTMLParser):
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.handlers: list[str] = []
+        self.feed(text)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self.handlers += [k for k, _ in attrs if k.startswith("on")]
+
+
+def hostile_report() -> Report:
+    frame = Frame(f"/tmp/{EVIL}.py", 3, EVIL, f"x = {EVIL}")
+    graph = Graph(nodes=[GraphNode(0, "kernel", name=EVIL, demangled=EVIL + "()"), GraphNode(1, "kernel", name="k2")],
+                  edges=[(0, 1)])
+    profile = NodeProfile(frames=[frame], nodes=[NodeSource(0, "aten.mm", 0, -1, f"model.{EVIL}", "capture", 3.0),
+                                                  NodeSource(1, "aten.add", 0, -1, "model", "capture", 1.0)],
+                          replays=5, replay_us=4.0, kernels=2, kernels_mapped=2)
+    finding = Finding("CG101", "sync", "error", EVIL, frame.file, 3, frame.source, EVIL, EVIL, library=EVIL)
+    return Report(script=frame.file, entry=EVIL, status=CAPTURED, device="cuda", graph=graph, node_lines=profile,
+                  findings=[finding], errors=[ErrorRecord("capture", "RuntimeError", EVIL, (frame,))],
+                  skipped=[EVIL], outputs={EVIL: EVIL}, settings={EVIL: EVIL})
+
+
+@pytest.mark.parametrize("with_dot", [True, False])
+def test_hostile_strings_stay_text(monkeypatch, with_dot) -> None:
+    if with_dot and shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed")
+    if not with_dot:
+        monkeypatch.setattr(html_graph.shutil, "which", lambda name: None)
+    page = render_report_html(hostile_report(), {f"/tmp/{EVIL}.py": f"a = 1\nb = 2\nx = {EVIL}\n"})
+    parsed = Tags(page)
+    assert parsed.tags.count("script") == 1 and "img" not in parsed.tags and parsed.handlers == []
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert ("class=\"graph-box\"" in page) == with_dot
+    if not with_dot:
+        assert "not on PATH" in page and "<details open><summary>node table" in page
+
+
+def test_the_page_forbids_every_fetch() -> None:
+    page = render_report_html(Report(script="s.py", entry="step"))
+    assert "Content-Security-Policy" in page and "default-src 'none'" in page
+    assert "http://" not in page and "https://" not in page
+
+
+def test_every_node_link_names_a_line_of_the_listing() -> None:
+    page = render_report_html(hostile_report())
+    ids = set(__import__("re").findall(r' id="([^"]+)"', page))
+    links = __import__("re").findall(r'href="#([^"]+)"', page)
+    assert links and all(link in ids for link in links)
+
+
+def test_document_kinds(tmp_path) -> None:
+    assert document_kind({"kind": "cgtool-bench"}) == "bench"
+    assert document_kind({"kind": "distributed"}) == "distributed"
+    assert document_kind({"schema": 1, "summary": {}, "scripts": []}) == "lint"
+    assert document_kind(json.loads(open("tests/data/report_cpu.json").read())) == "capture"
+    assert document_kind([1]) is None and document_kind({"x": 1}) is None
+    with pytest.raises(ValueError):
+        render_document_html({"x": 1})
+
+
+def test_report_command_writes_the_page_and_refuses_what_is_not_a_report(tmp_path, capsys) -> None:
+    out = tmp_path / "r.html"
+    with pytest.raises(SystemExit) as done:
+        main(["report", "tests/data/report_cpu.json", "-o", str(out)])
+    assert done.value.code == 0 and "CG101" in out.read_text()
+    for bad, words in (({"x": 1}, "not a cgtool report"), ({"schema": 99, "script": "s", "entry": "e", "status": "x"},
+                                                            "not a usable cgtool capture report")):
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps(bad))
+        with pytest.raises(SystemExit) as done:
+            main(["report", str(path), "-o", str(tmp_path / "bad.html")])
+        assert done.value.code == 2 and words in capsys.readouterr().err
+    with pytest.raises(SystemExit) as done:
+        main(["report", str(tmp_path / "missing.json")])
+    assert done.value.code == 2 and "No such file" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as done:
+        main(["report", "tests/data/report_cpu.json", "-o", "tests/data/report_cpu.json"])
+    assert done.value.code == 2
