@@ -102,3 +102,55 @@ def test_report_command_writes_the_page_and_refuses_what_is_not_a_report(tmp_pat
     with pytest.raises(SystemExit) as done:
         main(["report", "tests/data/report_cpu.json", "-o", "tests/data/report_cpu.json"])
     assert done.value.code == 2
+
+
+def test_hostile_strings_stay_text_in_lint_and_rank_pages() -> None:
+    from cgtool.model.lint_result import LintResult, ScriptResult
+    from cgtool.model.ranks import STOPPED, DistReport, RankResult
+    from cgtool.render.html import render_distributed_html, render_lint_html
+
+    report = hostile_report()
+    lint = LintResult([ScriptResult(EVIL, EVIL, findings=report.findings, errors=[EVIL], skipped_rules=[EVIL],
+                                    skipped_reason=EVIL)], version=EVIL)
+    dist = DistReport(EVIL, EVIL, 2, [RankResult(0, report, summary={"status": EVIL}),
+                                      RankResult(1, None, STOPPED, EVIL, EVIL, output=EVIL)],
+                      findings=report.findings, graph_diffs={EVIL: {"rows": [{"group": EVIL, "name": EVIL,
+                                                                              "before": 1, "after": 2, "delta": 1}]}})
+    for page in (render_lint_html(lint, {EVIL: EVIL}), render_distributed_html(dist)):
+        parsed = Tags(page)
+        assert parsed.tags.count("script") == 1 and "img" not in parsed.tags and parsed.handlers == []
+
+
+def test_memory_and_timing_are_drawn_as_bars() -> None:
+    from cgtool.model.graph_memory import GraphMemory
+    from cgtool.model.report import Timings
+
+    report = Report(script="s.py", entry="step", status=CAPTURED, device="cuda",
+                    memory=GraphMemory(34 * 2**20, 30 * 2**20, 8192, 65536, 33 * 2**20),
+                    timings=Timings(858.0, 212.0, 200))
+    page = render_report_html(report)
+    assert 'id="memory"' in page and "34.0 MiB" in page and "33.0 MiB" in page
+    assert 'id="timing"' in page and "858 µs" in page and "4.05×" in page
+
+
+def test_bench_writes_its_page_beside_the_json(tmp_path) -> None:
+    from types import SimpleNamespace
+
+    from cgtool.bench.result import BenchReport
+    from cgtool.commands.bench import finish, html_beside
+
+    report = BenchReport.from_json(json.loads(open("tests/data/bench_sweep.json").read()))
+    out = tmp_path / "sweep.json"
+    assert html_beside(str(out)) == str(tmp_path / "sweep.html") and html_beside(None) is None
+    assert html_beside(str(tmp_path / "x.html")) is None  # never the JSON itself
+    with pytest.raises(SystemExit) as done:
+        finish(report, SimpleNamespace(failure=None), None, None, None, str(out), False, True,
+               html_path=html_beside(str(out)))
+    assert done.value.code == 0 and json.loads(out.read_text())["kind"] == "cgtool-bench"
+    assert "replay is 6.4–12.5× faster" in (tmp_path / "sweep.html").read_text()
+
+
+def test_bench_html_with_partial_capture_is_a_usage_error(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["bench", "samples/mlp_inference.py", "--piecewise", "--html", str(tmp_path / "b.html")])
+    assert done.value.code == 2 and "--html" in capsys.readouterr().err

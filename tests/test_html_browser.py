@@ -42,6 +42,7 @@ class Dom(HTMLParser):
 
     def __init__(self, text: str) -> None:
         super().__init__()
+        self.text = text
         self.ids: set[str] = set()
         self.links: list[str] = []
         self.rules: list[str] = []
@@ -109,6 +110,7 @@ def test_a_step_captured_on_a_gpu_shows_its_graph_nodes_linked_to_their_lines(tm
     if shutil.which("dot"):
         assert dom.nodes >= 100  # drawn (folded repeats count once)
         assert len(dom.node_links) >= 100 and all(h[1:] in dom.ids for h in dom.node_links)
+        assert 'class="graph-box js"' in dom.text  # the page's script ran: zoom and pan are on
     else:
         assert "no-dot" in dom.ids
     assert "profile" in dom.ids and "source" in dom.ids
@@ -144,6 +146,7 @@ def test_two_ranks_get_a_tab_each_and_the_cross_rank_findings(tmp_path, artifact
     assert done.returncode in (1, 3), done.stderr
     dom = check_page(str(out / "report.html"), "distributed-2-ranks.png", artifacts)
     assert {"rank0", "rank1", "cross", "ranks"} <= dom.ids
+    assert '<a href="#rank0" class="on">' in dom.text  # the first tab is the one shown, and marked so
     merged = json.loads((out / "report.json").read_text())
     assert sorted(dom.rules) == sorted(
         [f["rule"] for f in merged["findings"]] + [f["rule"] for r in merged["ranks"] if r["report"]

@@ -147,12 +147,16 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     from cgtool.script.contract import parse_target
 
     script = parse_target(target, entry)[0]
-    html_path = html_path or html_beside(out_file)
+    if html_path and (piecewise or modules_depth is not None):
+        raise CgtoolError("--html draws a plain bench run; with --piecewise or --modules use `cgtool capture "
+                          "--piecewise/--modules` (its report.html shows the pieces and the module map).", ExitCode.USAGE)
+    if not (piecewise or modules_depth is not None):
+        html_path = html_path or html_beside(out_file)
     for path, option in ((out_file, "--out"), (plot_path, "--plot"), (html_path, "--html")):
         if path:
             check_writable(path, option)
             refuse_input(path, option, {script: "the script", **({baseline: "the --compare baseline"} if baseline else {}),
-                                        **({out_file: "the --out file"} if option == "--plot" and out_file else {})})
+                                        **({out_file: "the --out file"} if option in ("--plot", "--html") and out_file else {})})
     if piecewise or modules_depth is not None:
         from cgtool.commands.bench_partial import bench_partial
 
@@ -283,7 +287,7 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
         failed = outcome.failure is not None or bool(report.errors) or not report.results
         if not write_result(out_file, data, failed):  # a failed run never replaces a saved report (a baseline)
             console(stderr=True).print(KEPT_NOTE.format(path=out_file), soft_wrap=True, markup=False)
-    if html_path and (report.results or not out_file):  # a failed run leaves a saved page, as it leaves the JSON
+    if html_path and (report.results or not out_file):  # a failed run keeps a saved page, as it keeps the JSON
         from cgtool.render.html import render_bench_html
         from cgtool.render.html_files import write_html
 

@@ -43,7 +43,8 @@ def report_paths(report: Report) -> list[str]:
 
 
 def lint_paths(result: LintResult) -> list[str]:
-    return [s.path for s in result.scripts if s.findings]
+    """The scripts with findings, and the files their findings name."""
+    return [p for s in result.scripts if s.findings for p in (s.path, *(f.file for f in s.findings if f.file))]
 
 
 def dist_paths(report: DistReport) -> list[str]:

@@ -30,8 +30,10 @@ def _status(s: ScriptResult) -> str:
     return '<span class="sev info" style="background:#2b8a3e">passes</span>'
 
 
-def script_html(s: ScriptResult, k: int, sources: Mapping[str, str]) -> str:
-    src = SourceLines(prefix=f"s{k}-", full={p: t for p, t in sources.items() if p == s.path})
+def script_html(s: ScriptResult, k: int, sources: Mapping[str, str], common: frozenset[str] = frozenset()) -> str:
+    """One script's section; `common`: the rules no script could check, said once for the run instead."""
+    named = {s.path, *(f.file for f in s.findings if f.file)}
+    src = SourceLines(prefix=f"s{k}-", full={p: t for p, t in sources.items() if p in named})
     for f in s.findings:
         src.mark(f.file, f.line, f.rule, f.severity)
         if f.source:
@@ -40,12 +42,12 @@ def script_html(s: ScriptResult, k: int, sources: Mapping[str, str]) -> str:
     if s.errors:
         parts.append("".join(f'<div class="finding error"><span class="sev error">error</span> '
                              f'<div class="msg">{esc(e)}</div></div>' for e in s.errors))
-    unchecked = list(s.skipped_rules)
-    if unchecked or s.ranks_unchecked:
+    unchecked = [r for r in s.skipped_rules if r not in common]
+    if unchecked:
         parts.append(not_checked_html([], unchecked, s.skipped_reason))
-        if s.ranks_unchecked:
-            parts.append(not_checked_html([], s.ranks_unchecked, f"a world of one rank: {WORLD_OF_ONE}"))
-    if s.findings and src.full:
+    if s.ranks_unchecked and not set(s.ranks_unchecked) <= common:
+        parts.append(not_checked_html([], s.ranks_unchecked, f"a world of one rank: {WORLD_OF_ONE}"))
+    if s.findings:  # the findings' lines link here (a link opens the closed <details>)
         parts.append(f"<details><summary>source</summary>{src.listing_html()}</details>")
     title = f"{s.path}:{s.entry}"
     return section(title, "".join(parts), f"s{k}", severity_counts(s.findings), open_=bool(s.findings or s.errors))
@@ -64,7 +66,10 @@ def render_lint_html(result: LintResult, sources: Mapping[str, str] | None = Non
                    (str(len(result.failed_scripts)), "not analysed")]),
             section("Scripts", table(["script", "status", "errors", "warnings", "notes", "device"], rows,
                                      numeric=(2, 3, 4)), "scripts")]
-    body += [script_html(s, k, sources or {}) for k, s in enumerate(result.scripts)]
+    analysed = [s for s in result.scripts if not s.failed]
+    common = frozenset.intersection(*(frozenset(s.skipped_rules) | frozenset(s.ranks_unchecked) for s in analysed)) \
+        if analysed else frozenset()
+    body += [script_html(s, k, sources or {}, common) for k, s in enumerate(result.scripts)]
     skipped = [f"{p}: not analysed (the run was interrupted)" for p in result.unchecked]
     if result.skipped_rules or skipped:
         why = result.skipped_reason or ("cross-rank rules need several ranks" if

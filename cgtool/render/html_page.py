@@ -54,7 +54,8 @@ pre{background:var(--code);padding:6px 10px;border-radius:4px;overflow-x:auto;ma
 .muted{color:var(--muted)}.warnline{color:var(--warn)}
 a{color:var(--accent)}
 .src{border-collapse:collapse;width:100%;font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-.src td{padding:0 8px;white-space:pre;vertical-align:top}
+.src td{padding:0 6px;white-space:pre;vertical-align:top}
+.src td.mk,.src td.tm{padding:0 2px}
 .src td.ln{color:var(--muted);text-align:right;user-select:none;width:1%}
 .src td.tm{color:#a61e4d;text-align:right;width:1%;font-size:11.5px}
 .src td.mk{width:1%}
