@@ -100,13 +100,14 @@ def check_page(html_path: str, png: str, artifacts: str, size: str = "1400,1000"
     return dom
 
 
-def test_a_step_captured_on_a_gpu_shows_its_graph_nodes_linked_to_their_lines(tmp_path, artifacts) -> None:
-    report = gpu_report("hf_gpt2_train")
+@pytest.mark.parametrize("name", ["hf_gpt2_train", "hf_llama_infer"])
+def test_a_step_captured_on_a_gpu_shows_its_graph_nodes_linked_to_their_lines(tmp_path, artifacts, name) -> None:
+    report = gpu_report(name)
     path = tmp_path / "report.json"
     path.write_text(json.dumps(report.to_json()))
     done = cgtool("report", str(path), "-o", str(tmp_path / "gpu.html"))
     assert done.returncode == 0, done.stderr
-    dom = check_page(str(tmp_path / "gpu.html"), "capture-gpu-gpt2.png", artifacts)
+    dom = check_page(str(tmp_path / "gpu.html"), f"capture-gpu-{name}.png", artifacts)
     if shutil.which("dot"):
         assert dom.nodes >= 100  # drawn (folded repeats count once)
         assert len(dom.node_links) >= 100 and all(h[1:] in dom.ids for h in dom.node_links)
@@ -115,16 +116,18 @@ def test_a_step_captured_on_a_gpu_shows_its_graph_nodes_linked_to_their_lines(tm
         assert "no-dot" in dom.ids
     assert "profile" in dom.ids and "source" in dom.ids
     text = (tmp_path / "gpu.html").read_text()
-    assert "loss.backward()" in text and "Eager versus replay per line" in text
+    assert "Eager versus replay per line" in text
+    lines = [report.node_lines.frames[r.frame] for r in report.node_lines.totals("line")]
+    assert lines and all(f"{f.file.rsplit('/', 1)[-1]}:{f.line}" in text for f in lines)  # each line's replay time
 
 
 def test_a_capture_with_every_hazard_lists_each_finding_at_its_line(tmp_path, artifacts) -> None:
     out = tmp_path / "out"
-    done = cgtool("capture", "samples/hazards/multi/reseed_rebind_sync.py", "--out", str(out), "-q")
+    done = cgtool("capture", "samples/hazards/multi/guard_stream_generator.py", "--out", str(out), "-q")
     assert done.returncode == 1, done.stderr
     dom = check_page(str(out / "report.html"), "capture-hazards.png", artifacts)
-    expected = re.findall(r"# expect: (CG\d+)", open(os.path.join(ROOT, "samples/hazards/multi/reseed_rebind_sync.py")).read())
-    assert sorted(dom.rules) == sorted(expected) and len(expected) == 3
+    expected = re.findall(r"# expect: (CG\d+)", open(os.path.join(ROOT, "samples/hazards/multi/guard_stream_generator.py")).read())
+    assert sorted(dom.rules) == sorted(expected) and len(expected) == 4
     assert "skipped" in dom.ids  # not checked on CPU: the GPU-only rules
 
 
