@@ -9,7 +9,7 @@ import os
 import click
 
 
-@click.command(name="report", short_help="Turn a saved report (capture, lint, bench, ranks) into one HTML page.")
+@click.command(name="report", short_help="A saved report (capture, lint, bench, ranks) as one HTML page.")
 @click.argument("report_file", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", "out_path", type=click.Path(dir_okay=False), default=None,
               help="The page to write [default: REPORT_FILE with .html].")
