@@ -19,7 +19,7 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-
 def _run(args: list[str], timeout: float = 90) -> subprocess.CompletedProcess:
     with tempfile.TemporaryDirectory(prefix="cgtool-chromium-") as profile:
         return subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args], capture_output=True,
-                              text=True, timeout=timeout)
+                              text=True, timeout=timeout, check=False)
 
 
 def dump_dom(html_path: str, netlog: str | None = None) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 
@@ -78,7 +79,7 @@ def test_document_kinds(tmp_path) -> None:
     assert document_kind({"kind": "cgtool-bench"}) == "bench"
     assert document_kind({"kind": "distributed"}) == "distributed"
     assert document_kind({"schema": 1, "summary": {}, "scripts": []}) == "lint"
-    assert document_kind(json.loads(open("tests/data/report_cpu.json").read())) == "capture"
+    assert document_kind(json.loads(Path("tests/data/report_cpu.json").read_text())) == "capture"
     assert document_kind([1]) is None and document_kind({"x": 1}) is None
     with pytest.raises(ValueError):
         render_document_html({"x": 1})
@@ -139,7 +140,7 @@ def test_bench_writes_its_page_beside_the_json(tmp_path) -> None:
     from cgtool.bench.result import BenchReport
     from cgtool.commands.bench import finish, html_beside
 
-    report = BenchReport.from_json(json.loads(open("tests/data/bench_sweep.json").read()))
+    report = BenchReport.from_json(json.loads(Path("tests/data/bench_sweep.json").read_text()))
     out = tmp_path / "sweep.json"
     assert html_beside(str(out)) == str(tmp_path / "sweep.html") and html_beside(None) is None
     assert html_beside(str(tmp_path / "x.html")) is None  # never the JSON itself

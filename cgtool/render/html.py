@@ -12,8 +12,14 @@ from cgtool.render.html_capture import render_report_html
 from cgtool.render.html_distributed import render_distributed_html
 from cgtool.render.html_lint import render_lint_html
 
-__all__ = ["document_kind", "render_bench_html", "render_document_html", "render_distributed_html",
-           "render_lint_html", "render_report_html"]
+__all__ = [
+    "document_kind",
+    "render_bench_html",
+    "render_distributed_html",
+    "render_document_html",
+    "render_lint_html",
+    "render_report_html",
+]
 
 CAPTURE, LINT, BENCH, DISTRIBUTED = "capture", "lint", "bench", "distributed"
 

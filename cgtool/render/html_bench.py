@@ -6,11 +6,28 @@ from __future__ import annotations
 from typing import Any
 
 from cgtool.bench.result import BenchReport, BenchResult
-from cgtool.render.bench import detail_lines, fmt_pct, fmt_size, fmt_x, load_line, shared_pool_line, sweep_verdict
+from cgtool.render.bench import (
+    detail_lines,
+    fmt_pct,
+    fmt_size,
+    fmt_x,
+    load_line,
+    shared_pool_line,
+    sweep_verdict,
+)
 from cgtool.render.environment import describe
 from cgtool.render.html_charts import hbars, lines, size_sets
 from cgtool.render.html_findings import errors_html
-from cgtool.render.html_page import cards, esc, page, para, section, table, top_header, verdict
+from cgtool.render.html_page import (
+    cards,
+    esc,
+    page,
+    para,
+    section,
+    table,
+    top_header,
+    verdict,
+)
 from cgtool.render.units import fmt_bytes, fmt_us
 
 
@@ -48,7 +65,7 @@ def _sweep_html(report: BenchReport) -> str:
                            if r.pool_bytes is not None], "graph pool by size"))
     shared = shared_pool_line(report)
     return (table(["size", "eager", "replay", "speedup", "95% CI", "GPU speedup", "overhead saved", "pool", "stopped by"],
-                  rows, numeric=range(0, 8)) + charts + (para(shared) if shared else ""))
+                  rows, numeric=range(8)) + charts + (para(shared) if shared else ""))
 
 
 def _plan_html(plan: dict[str, Any]) -> str:

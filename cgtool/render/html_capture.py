@@ -9,8 +9,21 @@ from cgtool.model.report import CAPTURED, COMPILED, CPU_ONLY, CPU_SKIPPED, Repor
 from cgtool.render.capture import evidence_line, verdict_line
 from cgtool.render.environment import describe
 from cgtool.render.html_charts import hbars
-from cgtool.render.html_findings import errors_html, findings_html, not_checked_html, severity_counts
-from cgtool.render.html_page import cards, esc, page, section, table, top_header, verdict
+from cgtool.render.html_findings import (
+    errors_html,
+    findings_html,
+    not_checked_html,
+    severity_counts,
+)
+from cgtool.render.html_page import (
+    cards,
+    esc,
+    page,
+    section,
+    table,
+    top_header,
+    verdict,
+)
 from cgtool.render.html_source import SourceLines
 from cgtool.render.units import fmt_bytes, fmt_us
 

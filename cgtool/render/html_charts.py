@@ -17,9 +17,9 @@ def hbars(rows: Sequence[tuple[str, float, str]], title: str, colour: str = "#1c
         return ""
     top = max((v for _, v, _ in rows), default=0.0) or 1.0
     label_w, bar_w, h = 190, width - 190 - 90, 22
-    out = [f'<svg class="chart" role="img" width="{width}" height="{len(rows) * h + 26}" '
-           f'viewBox="0 0 {width} {len(rows) * h + 26}"><title>{esc(title)}</title>'
-           f'<text x="0" y="14" font-weight="bold">{esc(title)}</text>']
+    out = [(f'<svg class="chart" role="img" width="{width}" height="{len(rows) * h + 26}" '
+            f'viewBox="0 0 {width} {len(rows) * h + 26}"><title>{esc(title)}</title>'
+            f'<text x="0" y="14" font-weight="bold">{esc(title)}</text>')]
     for k, (label, value, text) in enumerate(rows):
         y = 22 + k * h
         w = max(1.0, bar_w * max(value, 0.0) / top)
@@ -69,9 +69,9 @@ def lines(series: Sequence[tuple[str, Sequence[tuple[float, float]]]], title: st
     def py(y: float) -> float:
         return top + ph * (1 - (y - y0) / (y1 - y0))
 
-    out = [f'<svg class="chart" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
-           f'<title>{esc(title)}</title><text x="0" y="14" font-weight="bold">{esc(title)}</text>'
-           f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#ced4da"/>']
+    out = [(f'<svg class="chart" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+            f'<title>{esc(title)}</title><text x="0" y="14" font-weight="bold">{esc(title)}</text>'
+            f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fff" stroke="#ced4da"/>')]
     for t in _ticks(y0, y1):
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{py(t):.1f}" y2="{py(t):.1f}" stroke="#f1f3f5"/>'
                    f'<text x="{left - 4}" y="{py(t) + 4:.1f}" text-anchor="end">{esc(fmt_y(t))}</text>')
@@ -111,8 +111,8 @@ def size_sets(sets: Sequence[tuple[str, Sequence[int]]], title: str, width: int 
     def px(s: int) -> float:
         return left + pw * (math.log2(s) - lo) / (hi - lo)
 
-    out = [f'<svg class="chart" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
-           f'<title>{esc(title)}</title><text x="0" y="14" font-weight="bold">{esc(title)}</text>']
+    out = [(f'<svg class="chart" role="img" width="{width}" height="{height}" viewBox="0 0 {width} {height}">'
+            f'<title>{esc(title)}</title><text x="0" y="14" font-weight="bold">{esc(title)}</text>')]
     for k, (label, ss) in enumerate(sets):
         y = 30 + k * row
         c = COLOURS[k % len(COLOURS)]

@@ -9,7 +9,12 @@ from cgtool.model.ranks import DistReport, RankResult
 from cgtool.model.rules import CROSS_RANK_RULES, WORLD_OF_ONE
 from cgtool.render.distributed import verdict_line
 from cgtool.render.html_capture import report_body_html
-from cgtool.render.html_findings import errors_html, findings_html, not_checked_html, severity_counts
+from cgtool.render.html_findings import (
+    errors_html,
+    findings_html,
+    not_checked_html,
+    severity_counts,
+)
 from cgtool.render.html_page import esc, page, section, table, tabs, top_header, verdict
 from cgtool.render.html_source import SourceLines
 from cgtool.render.units import fmt_us

@@ -19,8 +19,8 @@ def finding_html(f: Finding, src: SourceLines | None) -> str:
           if f.evidence in EVIDENCE_WORDS else "")
     fn = f' <span class="muted">in {esc(f.function)}()</span>' if f.function else ""
     parts = [f'<div class="finding {esc(f.severity)}" data-rule="{esc(f.rule)}">',
-             f'<div><span class="sev {esc(f.severity)}">{esc(WORDS.get(f.severity, f.severity))}</span> '
-             f'<span class="rule">{esc(f.rule)}</span> <span class="cat">[{esc(f.category)}]</span> {where}{fn}{ev}</div>',
+             (f'<div><span class="sev {esc(f.severity)}">{esc(WORDS.get(f.severity, f.severity))}</span> '
+              f'<span class="rule">{esc(f.rule)}</span> <span class="cat">[{esc(f.category)}]</span> {where}{fn}{ev}</div>'),
              f'<div class="msg">{esc(f.message)}</div>']
     if f.source:
         num = f"{f.line:>5} │ " if f.line else ""

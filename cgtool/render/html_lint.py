@@ -8,7 +8,15 @@ from collections.abc import Mapping
 from cgtool.model.lint_result import LintResult, ScriptResult
 from cgtool.model.rules import CROSS_RANK_RULES, WORLD_OF_ONE
 from cgtool.render.html_findings import findings_html, not_checked_html, severity_counts
-from cgtool.render.html_page import cards, esc, page, section, table, top_header, verdict
+from cgtool.render.html_page import (
+    cards,
+    esc,
+    page,
+    section,
+    table,
+    top_header,
+    verdict,
+)
 from cgtool.render.html_source import SourceLines
 
 
