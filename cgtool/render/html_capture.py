@@ -72,6 +72,7 @@ def _memory_html(report: Report) -> str:
 def report_body_html(report: Report, prefix: str = "", sources: Mapping[str, str] | None = None) -> str:
     """The report's sections (no page around them): a rank's tab holds one. `prefix` keeps its anchors apart."""
     src = SourceLines(prefix=prefix, full=dict(sources or {}))
+    src.include(report.script)
     for f in report.findings:
         src.mark(f.file, f.line, f.rule, f.severity)
         if f.source:

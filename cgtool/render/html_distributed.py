@@ -68,7 +68,7 @@ def render_distributed_html(report: DistReport, sources: Mapping[str, str] | Non
                       f"torch.distributed.run, {report.wall_s:.1f} s · status {report.status}")
     findings = report.all_findings()
     problems = bool(findings or report.errors) or any(r.failed for r in report.ranks)
-    body = [verdict(verdict_line(report), "bad" if problems else "ok"),
+    body = [verdict(verdict_line(report), "bad" if problems else "cpu" if report.status == "cpu-only" else "ok"),
             section("Ranks", table(["rank", "status", "ended", "nodes", "kernels", "NCCL kernels", "eager", "replay",
                                     "speedup"], _rank_rows(report), numeric=(3, 4, 6, 7, 8)), "ranks")]
     src = SourceLines(prefix="x-")

@@ -34,6 +34,11 @@ class SourceLines:
             known[line] = (text or known.get(line, "")).rstrip("\n")
         return self.anchor(file, line)
 
+    def include(self, file: str) -> None:
+        """List a whole file the caller gave (the script itself), named lines or not."""
+        if file in self.full:
+            self.files.setdefault(file, {})
+
     def mark(self, file: str | None, line: int | None, rule: str, severity: str) -> None:
         if self.add(file, line) is not None:
             self.marks.setdefault((file, line), []).append((rule, severity))  # type: ignore[arg-type]
