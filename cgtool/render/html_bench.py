@@ -71,14 +71,17 @@ def _sweep_html(report: BenchReport) -> str:
 def _plan_html(plan: dict[str, Any]) -> str:
     sets = plan.get("sets", [])
     budget = plan.get("budget_bytes")
-    rows = [[esc(s["label"]), esc(", ".join(map(str, s["sizes"]))), esc(fmt_bytes(int(s["memory_bytes"]))),
-             esc(f"{s['capture_ms']:.0f} ms"), esc(fmt_us(s["mean_us"])), esc(f"{s['speedup']:.2f}×"),
+    memory = any(s["memory_bytes"] for s in sets)  # a sweep without pools (or capture times) plans without them
+    capture = any(s["capture_ms"] for s in sets)
+    rows = [[esc(s["label"]), esc(", ".join(map(str, s["sizes"]))),
+             esc(fmt_bytes(int(s["memory_bytes"]))) if memory else "–",
+             esc(f"{s['capture_ms']:.0f} ms") if capture else "–", esc(fmt_us(s["mean_us"])), esc(f"{s['speedup']:.2f}×"),
              "extrapolated" if s.get("extrapolated") else ""] for s in sets]
     head = para(f"For the expected batches{f', within a memory budget of {fmt_bytes(int(budget))}' if budget else ''}: "
                 "every batch is padded up to the next captured size; batches above the largest run eager.")
     chart = (size_sets([(s["label"], s["sizes"]) for s in sets], "captured sizes of each set")
              + (hbars([(s["label"], float(s["memory_bytes"]), fmt_bytes(int(s["memory_bytes"]))) for s in sets],
-                      "graph memory of each set", colour="#862e9c") if any(s["memory_bytes"] for s in sets) else
+                      "graph memory of each set", colour="#862e9c") if memory else
                 para("The sweep measured no graph memory, so the sets' memory is not drawn.", "muted"))
              + hbars([(s["label"], float(s["speedup"]), f"{s['speedup']:.2f}×") for s in sets],
                      "mean speedup over the batches", colour="#2b8a3e"))
