@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+
 from cgtool.checks.distributed import check_distributed
 from cgtool.graph.model import Graph
 from cgtool.model.frame import Frame
@@ -11,6 +13,7 @@ from cgtool.model.ranks import FINISHED, STOPPED, Collective, DdpWrap, DistRepor
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report, Timings
 from cgtool.worker.launch import LaunchOutcome, descendants, launcher_command
 from cgtool.worker.merge import merge, nccl_kernels
+from conftest import ROOT
 
 S = "/x/step.py"
 
@@ -124,3 +127,19 @@ def test_launcher_is_pytorchs_own():
     assert "--nproc-per-node" in cmd and "4" in cmd
     assert cmd[cmd.index("-m", 3) + 1] == "cgtool.worker.rank_child"
     assert descendants(999999999) == []
+
+
+def test_partial_capture_on_ranks_is_a_usage_error(run_cli, tmp_path):
+    """--piecewise / --modules with a script written for ranks (a world of one) or --nproc-per-node were dropped in
+    silence by the distributed path; until per-rank partial capture exists they are a usage error, for capture and
+    bench alike, before any worker starts."""
+    script = os.path.join(ROOT, "samples", "distributed", "ddp_train.py")
+    for args, why in ((["capture", script, "--piecewise"], "written for ranks"),
+                      (["capture", script, "--modules", "1"], "written for ranks"),
+                      (["bench", script, "--piecewise"], "written for ranks"),
+                      (["capture", os.path.join(ROOT, "samples", "hazards", "item_sync.py"), "--modules", "1",
+                        "--nproc-per-node", "2"], "--nproc-per-node 2")):
+        r = run_cli(*args, "--out", tmp_path / "out", timeout=120)
+        assert r.returncode == 2, (args, r.returncode, r.stdout, r.stderr)
+        assert why in r.stderr and "partial capture per rank is not supported" in r.stderr, r.stderr
+        assert not (tmp_path / "out" / "report.json").exists()

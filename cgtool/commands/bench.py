@@ -116,11 +116,12 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     step time is the slowest rank's. Writes the merged report to cgtool-out/<stem>/ (docs/distributed.md).
     """
     from cgtool.commands.common import make_job
-    from cgtool.commands.distributed import capture_distributed, ranks_to_start, wants_distributed
+    from cgtool.commands.distributed import (capture_distributed, ranks_to_start, refuse_partial_on_ranks,
+                                             wants_distributed)
     from cgtool.errors import CgtoolError, ExitCode
     from cgtool.script.contract import parse_target
 
-    nproc = ranks_to_start(nproc, parse_target(target, entry)[0])
+    asked, nproc = nproc, ranks_to_start(nproc, parse_target(target, entry)[0])
     plan_asked = histogram_file is not None or batch_range is not None
     if (memory_budget is not None or max_sizes is not None) and not plan_asked:
         raise CgtoolError("--memory-budget and --max-sizes shape a capture-size plan: add --histogram FILE or "
@@ -128,6 +129,7 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     if plan_asked and (piecewise or modules_depth is not None or wants_distributed(nproc)):
         raise CgtoolError("A capture-size plan (--histogram, --batch-range) comes from a plain --sizes sweep: not with "
                           "--piecewise, --modules or --nproc-per-node.", ExitCode.USAGE)
+    refuse_partial_on_ranks(piecewise, modules_depth, nproc, asked)
     if wants_distributed(nproc):
         job = make_job("capture", target, entry, warmup, settings={
             "replay_check": False, "checks": False, "timing": True, "timing_per_block": iters or 50})

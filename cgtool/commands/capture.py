@@ -73,6 +73,8 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
                          eager (a module that makes it differ is named, with the likely cause), its
                          speedup, and that set as code to paste (modules-plan.py); on CPU, which
                          modules' ops carry error findings
+      Not on ranks yet: with --nproc-per-node, under torchrun or for a script written for ranks
+      they are a usage error (exit 2).
 
     \b
     Without a GPU the script runs on CPU and the CPU analysis (what `cgtool lint` checks) is shown.
@@ -98,9 +100,11 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     job = make_job("capture", target, entry, warmup, force_cpu=force_cpu, settings={
         "capture_mode": capture_mode, "replay_check": not no_replay_check, "timing": not no_timing,
         "checks": not no_checks, "node_lines": not no_node_lines})
-    from cgtool.commands.distributed import capture_distributed, ranks_to_start, wants_distributed
+    from cgtool.commands.distributed import (capture_distributed, ranks_to_start, refuse_partial_on_ranks,
+                                             wants_distributed)
 
-    nproc = ranks_to_start(nproc, job.script)
+    asked, nproc = nproc, ranks_to_start(nproc, job.script)
+    refuse_partial_on_ranks(piecewise, modules_depth, nproc, asked)
     if wants_distributed(nproc):
         capture_distributed(job, nproc, timeout, out_dir, as_json, quiet)
     stem = os.path.splitext(os.path.basename(job.script))[0]

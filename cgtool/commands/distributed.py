@@ -40,6 +40,26 @@ def wants_distributed(nproc: int | None) -> bool:
     return bool(nproc) or under_torchrun()
 
 
+def refuse_partial_on_ranks(piecewise: bool, modules_depth: int | None, nproc: int | None, asked: int | None) -> None:
+    """--piecewise / --modules capture one process's step; a run on ranks (--nproc-per-node, torchrun, or a
+    script written for ranks, which a plain run analyses as a world of one) has no per-rank partial capture yet:
+    a usage error that says so, never options dropped in silence. `asked`: --nproc-per-node as given."""
+    from cgtool.worker.distributed import under_torchrun
+
+    if not (piecewise or modules_depth is not None) or not wants_distributed(nproc):
+        return
+    options = " and ".join(o for o, on in (("--piecewise", piecewise), ("--modules", modules_depth is not None)) if on)
+    if asked:
+        why = f"--nproc-per-node {asked} runs the step on ranks"
+    elif under_torchrun():
+        why = "under torchrun the step runs on ranks"
+    else:
+        why = "the script is written for ranks (it uses torch.distributed), so it runs as a world of one rank"
+    raise CgtoolError(f"{options} capture one process's step and {why}; partial capture per rank is not supported "
+                      "yet (docs/partial.md). Run it on a script without torch.distributed, or leave out "
+                      f"{options}.", ExitCode.USAGE)
+
+
 def warmup_given() -> bool:
     ctx = click.get_current_context()
     return ctx.get_parameter_source("warmup") != click.core.ParameterSource.DEFAULT
