@@ -185,7 +185,7 @@ def test_report_round_trip_and_render():
                  findings=check_compiled(run))
     again = Report.from_json(json.loads(json.dumps(rep.to_json())))
     assert again.to_json() == rep.to_json() and again.compiled.graphs_recorded == 3
-    assert rep.to_json()["schema"] == 2 and Report.from_json({**rep.to_json(), "compiled": None}).compiled is None
+    assert rep.to_json()["schema"] == 3 and Report.from_json({**rep.to_json(), "compiled": None}).compiled is None
     console = Console(record=True, width=140)
     render_compiled(again.compiled, console)
     text = console.export_text()
@@ -225,7 +225,7 @@ def test_cpu_path_traces_the_step_and_lists_what_is_not_checked():
     assert rep.compiled is not None and not rep.compiled.observed and rep.compiled.iterations == 3
     assert rep.compiled.sites[0].line == 31 and rep.compiled.sites[0].mode == "reduce-overhead"
     assert rep.compiled.sites[0].phase == "setup" and rep.compiled.sites[0].target == "Net"
-    assert any("CG701-CG704" in s for s in rep.skipped)
+    assert any("CG701-CG704" in s.text and s.code == "rules-not-checked" for s in rep.skipped)
 
 
 def test_observer_hooks_collect_and_restore():

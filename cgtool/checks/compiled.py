@@ -17,7 +17,9 @@ from cgtool.model.compiled import (
     CompiledRun,
     GraphBreak,
 )
-from cgtool.model.finding import Finding
+from dataclasses import replace
+
+from cgtool.model.finding import COMPILED, Finding
 from cgtool.model.frame import Frame
 from cgtool.model.rules import finding
 
@@ -76,13 +78,14 @@ def _break_finding(run: CompiledRun, b: GraphBreak) -> Finding:
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
-    """One finding per rule and line (a re-record and the recompile behind it name the same call)."""
+    """One finding per rule and line (a re-record and the recompile behind it name the same call), each of origin
+    COMPILED."""
     seen, out = set(), []
     for f in findings:
         key = (f.rule, f.file, f.line)
         if key not in seen:
             seen.add(key)
-            out.append(f)
+            out.append(replace(f, origin=COMPILED))
     return out
 
 
@@ -171,6 +174,4 @@ def _site_frame(run: CompiledRun) -> Frame | None:
 def _at(f: Finding, frame: Frame | None) -> Finding:
     if frame is None:
         return f
-    from dataclasses import replace
-
     return replace(f, file=frame.file, line=frame.line, source=frame.source or None, function=frame.function or None)

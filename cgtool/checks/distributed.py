@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from cgtool.model.finding import Finding
+from cgtool.model.finding import RANKS, Finding
 from cgtool.model.frame import Frame
 from cgtool.model.ranks import Collective, RankResult
+from cgtool.model.report_parts import PEERS_NOT_READY
 from cgtool.model.rules import finding
 
 DDP_MIN_WARMUP = 11  # PyTorch's docs ("Usage with DistributedDataParallel"); measured: 3 fail, 11 capture
@@ -17,8 +18,9 @@ PHASES = ("warmup", "capture")  # the phases whose collectives every rank runs i
 
 def _at(rule: str, message: str, frame: Frame | None, script: str | None = None) -> Finding:
     if frame is None:
-        return finding(rule, message, file=script)
-    return finding(rule, message, file=frame.file, line=frame.line, source=frame.source, function=frame.function)
+        return finding(rule, message, file=script, origin=RANKS)
+    return finding(rule, message, file=frame.file, line=frame.line, source=frame.source, function=frame.function,
+                   origin=RANKS)
 
 
 def _where(c: Collective | None) -> str:
@@ -92,7 +94,7 @@ def check_rank_failures(ranks: Sequence[RankResult]) -> list[Finding]:
     def waiting(r: RankResult) -> str:
         last = r.collectives[-1] if r.collectives else None
         state = f"stopped in {r.phase or 'start-up'} ({r.exit})" if r.report is None else "captured; replay check " \
-            "and timing skipped" if any(s.startswith("replay check and timing: rank") for s in r.report.skipped) \
+            "and timing skipped" if any(s.code == PEERS_NOT_READY for s in r.report.skipped) \
             else "finished"
         return f"rank {r.rank} {state}" + (f", last collective {_where(last)}" if r.report is None and last else "")
     if not own:

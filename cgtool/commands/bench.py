@@ -241,7 +241,6 @@ def _run(job: Any, timeout: float, show: bool):
 
 def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | None, plot_path: str | None,
            out_file: str | None, as_json: bool, quiet: bool, plan: Any = None) -> None:
-    from cgtool.errors import ExitCode
     from cgtool.render.bench import render_bench
     from cgtool.render.console import console
 
@@ -281,17 +280,7 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
             plot_plan(report, plans, plot_path, write=write_output)
         else:
             plot_sweep(report, plot_path, write=write_output)
-    if outcome.failure == "interrupted":
-        sys.exit(ExitCode.INTERRUPTED)
-    if outcome.failure is not None:
-        sys.exit(ExitCode.WORKER)
-    types = {e.type for e in report.errors}
-    if "usage" in types:
-        sys.exit(ExitCode.USAGE)
-    if "environment" in types:
-        sys.exit(ExitCode.ENVIRONMENT)
-    if report.errors or not report.results:
-        sys.exit(ExitCode.PROBLEMS)
-    if comparison is not None and fail_if_slower is not None and comparison.regressed(fail_if_slower):
-        sys.exit(ExitCode.PROBLEMS)
-    sys.exit(ExitCode.OK)
+    from cgtool.model.exit_codes import bench_exit
+
+    regressed = comparison is not None and fail_if_slower is not None and comparison.regressed(fail_if_slower)
+    sys.exit(bench_exit(report.errors, bool(report.results), outcome.failure, regressed))

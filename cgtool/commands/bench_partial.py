@@ -7,13 +7,13 @@ import sys
 from typing import Any
 
 from cgtool.commands.common import make_job, run_partial_jobs
-from cgtool.errors import ExitCode
+from cgtool.model.exit_codes import bench_partial_exit
 
 
 def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, settings: dict[str, Any],
                   out_file: str | None, as_json: bool, quiet: bool) -> None:
     from cgtool.model.job import PARTIAL, Job
-    from cgtool.model.partial import MEASURED, NOT_POSSIBLE, ModuleMap, Piecewise
+    from cgtool.model.partial import ModuleMap, Piecewise
     from cgtool.model.report import ErrorRecord
     from cgtool.render.console import console
 
@@ -43,10 +43,4 @@ def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, s
 
         if not write_result(out_file, data, outcome.failure is not None or bool(d.get("errors"))):
             console(stderr=True).print(KEPT_NOTE.format(path=out_file), soft_wrap=True, markup=False)
-    if outcome.failure == "interrupted":
-        sys.exit(ExitCode.INTERRUPTED)
-    if outcome.failure is not None:
-        sys.exit(ExitCode.WORKER)
-    measured = [x for x in (pieces, modules) if x is not None]
-    sys.exit(ExitCode.OK if measured and all(x.status in (MEASURED, NOT_POSSIBLE) for x in measured) and not d.get("errors")
-             else ExitCode.PROBLEMS)
+    sys.exit(bench_partial_exit(pieces, modules, list(d.get("errors") or []), outcome.failure))

@@ -91,26 +91,10 @@ def run(job: Job, nproc: int | None, timeout: float, show: bool) -> tuple[DistRe
 
 
 def exit_code(report: DistReport | None, outcome: Any) -> ExitCode:
-    if outcome.failure == "interrupted":
-        return ExitCode.INTERRUPTED
-    if outcome.failure == "launcher":
-        return ExitCode.WORKER
-    if report is None:  # a rank other than 0 under the user's torchrun: its own result
-        rank = outcome.ranks[0] if outcome.ranks else None
-        return ExitCode.OK if rank is not None and not rank.failed else ExitCode.PROBLEMS
-    reports = [r.report for r in report.ranks]
-    if any(e.type == "usage" for r in reports if r for e in r.errors):
-        return ExitCode.USAGE
-    problems = (report.errors or any(f.severity == "error" for f in report.all_findings())
-                or any(r.failed for r in report.ranks)
-                or any(r.replay is not None and r.replay.status == "mismatch" for r in reports if r))
-    if outcome.failure == "timeout" and not any(f.severity == "error" for f in report.all_findings()):
-        return ExitCode.WORKER  # a hang cgtool cannot explain: as a single worker's timeout
-    if problems:
-        return ExitCode.PROBLEMS
-    if all(r is not None and r.status == "cpu-only" for r in reports):
-        return ExitCode.ENVIRONMENT
-    return ExitCode.OK
+    """The run on ranks' exit code (model/exit_codes.py: distributed_exit)."""
+    from cgtool.model.exit_codes import distributed_exit
+
+    return distributed_exit(report, outcome.failure, list(outcome.ranks or []))
 
 
 def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: str | None, as_json: bool,

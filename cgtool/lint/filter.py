@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from cgtool.errors import CgtoolError, ExitCode
-from cgtool.model.finding import Finding
+from cgtool.model.finding import SOURCE, Finding
 from cgtool.model.rules import RULES
 
 # A comment that starts a suppression: `cgtool:` then `ignore` (any case). Only the two exact forms below
@@ -113,7 +113,7 @@ def suppression_findings(path: str, lines: Sequence[str]) -> list[Finding]:
     for number, line in enumerate(lines, start=1):
         problem = suppression_problem(line)
         if problem is not None:
-            out.append(finding("CG001", problem, file=path, line=number, source=line.strip()))
+            out.append(finding("CG001", problem, file=path, line=number, source=line.strip(), origin=SOURCE))
     return out
 
 

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from cgtool.errors import ExitCode
+from cgtool.model.exit_codes import lint_exit
 from cgtool.model.finding import Finding
 
-LINT_SCHEMA_VERSION = 1
+LINT_SCHEMA_VERSION = 2  # 2: findings as in report.json schema 3 (`reason`, `kind`, `origin`, `predicts`)
+READABLE_LINT_SCHEMAS = (1, 2)
 
 # The output formats of `cgtool lint`; cgtool/render/lint_formats.py has a renderer for each.
 LINT_FORMATS = ("text", "json", "sarif", "github", "junit")
@@ -129,9 +130,7 @@ class LintResult:
     def exit_code(self) -> int:
         """130 when interrupted; else 0 when there is no error-severity finding and every script was
         analysed, 1 otherwise."""
-        if self.interrupted:
-            return ExitCode.INTERRUPTED
-        return ExitCode.PROBLEMS if self.error_count or self.failed_scripts else ExitCode.OK
+        return lint_exit(self.interrupted, self.error_count, len(self.failed_scripts))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -155,8 +154,8 @@ class LintResult:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> LintResult:
         schema = d.get("schema")
-        if schema != LINT_SCHEMA_VERSION:
-            raise ValueError(f"lint result schema {schema!r} is not the supported version {LINT_SCHEMA_VERSION}")
+        if schema not in READABLE_LINT_SCHEMAS:
+            raise ValueError(f"lint result schema {schema!r} is not a supported version {READABLE_LINT_SCHEMAS}")
         return cls(
             scripts=[ScriptResult.from_json(s) for s in d.get("scripts", [])],
             version=d.get("cgtool_version", ""),

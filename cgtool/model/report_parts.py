@@ -56,6 +56,39 @@ class ErrorRecord:
         )
 
 
+# Skip.code values: what could not run, and why, as data (Skip.text says it in words)
+NO_CUDA = "no-cuda"  # a CPU-only run: capture, graph, replay check and timing need a CUDA device
+CAPTURE_STOPPED = "capture-failed"  # graph, replay check and timing after a failed capture
+PEERS_NOT_READY = "peers-not-ready"  # a rank skipped the phases that run collectives: a peer failed or is stuck
+PROFILER_FAILED = "profiler-failed"  # replay time per node, eager versus replay per line: the profiler failed
+NODE_LINES = "node-lines"  # the compiled graph's nodes could not be mapped to lines
+TRACER_STOPPED = "tracer-stopped"  # part of the CPU analysis: the tracer stopped recording
+HIGHER_ORDER_OP = "higher-order-op"  # the CPU analysis stopped at a higher-order operator
+NOT_IN_GRAPHS = "outside-compiled"  # CPU findings in code that runs outside torch.compile's CUDA graphs
+RULES_NOT_CHECKED = "rules-not-checked"  # a family of rules that this kind of run cannot check
+WHOLE_STEP = "whole-step"  # the CPU analysis of the whole step after a failed capture could not finish
+OUTPUT_FILE = "output-file"  # an output file (a picture, a DOT, the plan) could not be written or read
+OLDER_REPORT = "unknown"  # a skipped entry of a report older than schema 3 (plain text)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A phase or a group of checks that could not run: `code` (what and why, as data) and `text` (in words)."""
+
+    code: str
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "text": self.text}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | str) -> Skip:
+        """A skipped entry of any readable schema: before schema 3 a plain sentence."""
+        if isinstance(d, str):
+            return cls(OLDER_REPORT, d)
+        return cls(d["code"], d["text"])
+
+
 @dataclass(frozen=True)
 class TensorDiff:
     """Replay-versus-eager comparison of one output or state tensor."""

@@ -9,6 +9,7 @@ from cgtool.capture.harness import Captured, CaptureFailed, instantiate, read_gr
 from cgtool.capture.replay import check_replay
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report, Timings
+from cgtool.model.report_parts import CAPTURE_STOPPED, PROFILER_FAILED, Skip
 from cgtool.pipeline.timing import quick_timings
 from cgtool.script.contract import Script, ScriptRaised
 
@@ -39,7 +40,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         report.findings.extend(check_capture_failure(failed.record, report.findings))
         frame = failed.record.user_frame
         after_capture(False, f"capture failed at {frame.file}:{frame.line}" if frame else "capture failed")
-        report.skipped.append("graph, replay check and timing: capture failed (the CUDA context is now unusable)")
+        report.skipped.append(Skip(CAPTURE_STOPPED, "graph, replay check and timing: capture failed (the CUDA context is now unusable)"))
         return None
     except ScriptRaised:
         report.findings.extend(analysis.findings())  # what ran before the step raised still counts
@@ -109,7 +110,7 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
     try:
         times = replay_times(graph, profile_replays(captured.graph))
     except Exception as exc:  # noqa: BLE001 - the profiler is optional to everything else
-        report.skipped.append(f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")
+        report.skipped.append(Skip(PROFILER_FAILED, f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})"))
         times = None
     profile = node_profile(graph, trace.frames, ops, rows_from_ops(ops, len(graph.nodes), paths), times)
     if script is not None and times is not None:
@@ -121,8 +122,8 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
                                                  captured.stream)
             profile.eager = eager_lines(profile, graph, kernels, cpu_us)
         except Exception as exc:  # noqa: BLE001 - the eager comparison is optional to everything else
-            report.skipped.append(f"eager versus replay per line: the profiled eager step failed "
-                                  f"({type(exc).__name__}: {exc})")
+            report.skipped.append(Skip(PROFILER_FAILED, f"eager versus replay per line: the profiled eager step failed "
+                                  f"({type(exc).__name__}: {exc})"))
     report.settings["node_lines_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
     return profile
 

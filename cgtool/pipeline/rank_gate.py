@@ -14,6 +14,8 @@ import os
 import time
 from typing import Any
 
+from cgtool.model.report_parts import PEERS_NOT_READY, Skip
+
 
 class RankGate:
     def __init__(self, run_dir: str, rank: int, world_size: int, timeout_s: float) -> None:
@@ -35,7 +37,7 @@ class RankGate:
         except (OSError, ValueError):
             return None
 
-    def arrive(self, ok: bool, where: str = "") -> str | None:
+    def arrive(self, ok: bool, where: str = "") -> Skip | None:
         """Say how this rank's capture went; with ok, wait for the peers. A reason to skip the phases that
         run collectives, or None when every rank captured."""
         self._write("gate", {"ok": ok, "where": where})
@@ -47,14 +49,14 @@ class RankGate:
             seen = {r: self._read("gate", r) for r in peers}
             failed = [f"rank {r} ({d.get('where') or 'capture failed'})" for r, d in seen.items() if d and not d.get("ok")]
             if failed:
-                return (f"replay check and timing: {', '.join(failed)}; the collectives of those phases would "
-                        "wait forever on it")
+                return Skip(PEERS_NOT_READY, f"replay check and timing: {', '.join(failed)}; the collectives of "
+                            "those phases would wait forever on it")
             missing = [r for r, d in seen.items() if d is None]
             if not missing:
                 return None
             if time.monotonic() > deadline:
-                return (f"replay check and timing: rank(s) {', '.join(map(str, missing))} did not finish capture within "
-                        f"{self.timeout_s:g} s (stuck, most likely in a collective of warmup)")
+                return Skip(PEERS_NOT_READY, f"replay check and timing: rank(s) {', '.join(map(str, missing))} did not "
+                            f"finish capture within {self.timeout_s:g} s (stuck, most likely in a collective of warmup)")
             time.sleep(0.05)
 
     def done(self) -> None:
@@ -84,7 +86,7 @@ def install(gate: RankGate | None) -> None:
     _GATE[0] = gate
 
 
-def after_capture(ok: bool, where: str = "") -> str | None:
+def after_capture(ok: bool, where: str = "") -> Skip | None:
     """Called by the GPU pipeline after capture; no-op (None) outside a distributed run."""
     gate = _GATE[0]
     return None if gate is None else gate.arrive(ok, where)

@@ -88,9 +88,9 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
         render_cpu_analysis(report, out)
     if not quiet:
         for s in report.skipped:
-            if report.status == CPU_ONLY and s == CPU_SKIPPED:
+            if report.status == CPU_ONLY and s.code == CPU_SKIPPED.code:
                 continue  # render_cpu_analysis said what a GPU adds
-            out.print(f"[yellow]skipped:[/] {escape(s)}")
+            out.print(f"[yellow]skipped:[/] {escape(s.text)}")
         if report.script_output.strip() and (report.errors or report.status == WORKER_FAILED):
             tail = "\n".join(report.script_output.rstrip().splitlines()[-15:])
             out.print("[dim]last output of the script:[/]")

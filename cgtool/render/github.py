@@ -36,7 +36,7 @@ def render_github(result: LintResult, *, base_dir: str | Path | None = None) -> 
     lines = []
     for script in result.scripts:
         for f in script.findings:
-            message = f"{f.message}{f.status}" if not f.hint else f"{f.message}{f.status}\nFix: {f.hint}"
+            message = f"{f.text}{f.status}" if not f.hint else f"{f.text}{f.status}\nFix: {f.hint}"
             lines.append(workflow_command(
                 COMMANDS.get(f.severity, "warning"), message,
                 file=display_path(f.file or script.path, base_dir),

@@ -25,8 +25,8 @@ def _clean(s: str) -> str:
 
 
 def _describe(f: Finding, path: str) -> str:
-    lines = [f"{path}:{f.line}: {f.rule} [{f.category}] {f.message}{f.status}" if f.line else
-             f"{path}: {f.rule} [{f.category}] {f.message}{f.status}"]
+    lines = [f"{path}:{f.line}: {f.rule} [{f.category}] {f.text}{f.status}" if f.line else
+             f"{path}: {f.rule} [{f.category}] {f.text}{f.status}"]
     if f.source:
         lines.append(f"    {f.source.strip()}")
     if f.hint:
@@ -45,7 +45,7 @@ def _testcase(suite: ET.Element, script: ScriptResult, base_dir: str | Path | No
         error.text = _clean("\n".join(messages))
     if errors:
         first = errors[0]
-        summary = f"{len(errors)} error finding{'s' if len(errors) != 1 else ''}: {first.rule} {first.message}"
+        summary = f"{len(errors)} error finding{'s' if len(errors) != 1 else ''}: {first.rule} {first.text}"
         failure = ET.SubElement(case, "failure", {"type": first.rule, "message": _clean(summary)})
         failure.text = _clean("\n".join(_describe(f, display_path(f.file or script.path, base_dir)) for f in errors))
     if others:

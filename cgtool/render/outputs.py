@@ -12,6 +12,7 @@ import tempfile
 
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.report import Report
+from cgtool.model.report_parts import OUTPUT_FILE, Skip
 from cgtool.render.files import write_output
 
 
@@ -44,9 +45,9 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
                 driver = fh.read()
             written["graph.driver.dot"] = write_output(os.path.join(out_dir, "graph.driver.dot"), driver)
         except OSError as exc:
-            report.skipped.append(f"graph.driver.dot: cannot read the driver's dump: {exc.strerror or exc}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"graph.driver.dot: cannot read the driver's dump: {exc.strerror or exc}"))
         except CgtoolError as exc:
-            report.skipped.append(f"graph.driver.dot: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"graph.driver.dot: {exc.message}"))
     for name in [k for k in report.outputs if k.startswith("graph") and k.endswith(".dot") and k != "graph.driver.dot"]:
         src = report.outputs.pop(name)  # torch.compile's graphs (graph.dot, graph-2.dot, ...): the driver's DOT
         if os.path.exists(src) and report.graph is None:
@@ -54,14 +55,14 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
                 with open(src, "rb") as fh:
                     written[name] = write_output(os.path.join(out_dir, name), fh.read())
             except OSError as exc:
-                report.skipped.append(f"{name}: cannot read it: {exc.strerror or exc}")
+                report.skipped.append(Skip(OUTPUT_FILE, f"{name}: cannot read it: {exc.strerror or exc}"))
             except CgtoolError as exc:
-                report.skipped.append(f"{name}: {exc.message}")
+                report.skipped.append(Skip(OUTPUT_FILE, f"{name}: {exc.message}"))
     if report.graph is not None:
         try:
             _write_graph_pictures(report, out_dir, written, render_svg, t0)
         except CgtoolError as exc:  # e.g. the graphviz package missing: the report must still be written
-            report.skipped.append(f"graph.dot: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"graph.dot: {exc.message}"))
     if report.piecewise is not None:
         _write_piece_dots(report, out_dir, written)
     if report.modules is not None:
@@ -93,7 +94,7 @@ def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str],
             write_output(svg_path, render_source(source, "svg"))
             written["graph.svg"] = svg_path
         except CgtoolError as exc:
-            report.skipped.append(f"graph.svg: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"graph.svg: {exc.message}"))
 
 
 def _write_plan(report: Report, out_dir: str, written: dict[str, str]) -> None:
@@ -105,7 +106,7 @@ def _write_plan(report: Report, out_dir: str, written: dict[str, str]) -> None:
         try:
             written["modules-plan.py"] = write_output(os.path.join(out_dir, "modules-plan.py"), code)
         except CgtoolError as exc:
-            report.skipped.append(f"modules-plan.py: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"modules-plan.py: {exc.message}"))
 
 
 def _write_piece_dots(report: Report, out_dir: str, written: dict[str, str]) -> None:
@@ -119,9 +120,9 @@ def _write_piece_dots(report: Report, out_dir: str, written: dict[str, str]) -> 
         try:
             source = graph_to_dot(piece.graph, max_nodes=max(len(piece.graph.nodes), 1)).source
         except CgtoolError as exc:  # the graphviz package missing
-            report.skipped.append(f"{name}: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"{name}: {exc.message}"))
             return
         try:
             written[name] = write_output(os.path.join(out_dir, name), source)
         except CgtoolError as exc:
-            report.skipped.append(f"{name}: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"{name}: {exc.message}"))

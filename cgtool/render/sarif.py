@@ -67,7 +67,7 @@ def _location(f: Finding, script: ScriptResult, base_dir: str | Path | None) -> 
 
 
 def _result(f: Finding, script: ScriptResult, base_dir: str | Path | None, index: dict[str, int]) -> dict[str, Any]:
-    text = f"{f.message}{f.status}" if not f.hint else f"{f.message}{f.status}\nFix: {f.hint}"
+    text = f"{f.text}{f.status}" if not f.hint else f"{f.text}{f.status}\nFix: {f.hint}"
     result: dict[str, Any] = {
         "ruleId": f.rule,
         "level": LEVELS.get(f.severity, "warning"),

@@ -43,7 +43,7 @@ def finding_text(f: Finding, path: str) -> Text:
     colour = COLOURS.get(f.severity, "")
     severity = SEVERITY_WORDS.get(f.severity, f.severity)
     text = Text.assemble((where, "bold"), ": ", (f"{severity}:", f"bold {colour}"), " ",
-                         (f"{f.rule} [{f.category}]", colour), " ", f.message, (f.status, "dim"))
+                         (f"{f.rule} [{f.category}]", colour), " ", f.text, (f.status, "dim"))
     if f.source and f.source.strip():
         text.append("\n    ").append(f.source.strip(), "dim")
     if f.hint:
