@@ -60,7 +60,7 @@ def rewritten_env(tmp_path_factory) -> dict[str, str]:
 
 
 def _cli(args: list[str], cwd: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    full = dict(os.environ, NO_COLOR="1", COLUMNS="200", PYTHONPATH=ROOT, **(env or {}))
+    full = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": ROOT, **(env or {})}
     return subprocess.run([sys.executable, "-m", "cgtool", *args], cwd=cwd, capture_output=True, text=True,
                           env=full, timeout=1500)
 

@@ -122,7 +122,8 @@ def _wait(trace: Trace, cap: _Capture, ev: StreamEvent, source: int, snap: dict[
             return []
         flagged.add(source)
         return [finding_at(trace, "CG201", ev.frame, f"the capturing stream waits here on stream {source}, whose "
-                           "work was not captured (capture fails: dependency on uncaptured work)", kind=UNCAPTURED_WAIT)]
+                           "work was not captured (capture fails: dependency on uncaptured work)",
+                           kind=UNCAPTURED_WAIT)]
     cap.wait(ev.stream, snap, source, ev.frame)
     return []
 

@@ -18,16 +18,6 @@ from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, ReplayChe
 from cgtool.model.rules import CAPTURE_FAILS, RULE_BY_ID, capture_error, seen_between_iterations
 
 
-def observed_between_iterations(f: Finding) -> bool:
-    return seen_between_iterations(f)
-
-
-def predicts(f: Finding) -> str | None:
-    """What `f` predicts (Finding.predicts: its rule's prediction, or its kind's: a pageable host copy, an
-    uncaptured dependency predict a failed capture)."""
-    return f.predicts
-
-
 def _fails_at_its_line(f: Finding) -> bool:
     rule = RULE_BY_ID.get(f.rule)
     return rule is not None and rule.fails_at_its_line
@@ -48,11 +38,12 @@ def judge(findings: list[Finding], status: str, failure: ErrorRecord | None,
     failure_text = f"{failure.message} {failure.cuda_error or ''}".lower() if failure is not None else ""
     out = []
     for f in findings:
-        what = predicts(f)
-        if what is None or f.evidence is not None:
+        # what it predicts: its rule's prediction, or its kind's (a pageable host copy, an uncaptured dependency
+        # predict a failed capture): model/rules.py
+        if f.predicts is None or f.evidence is not None:
             out.append(f)
             continue
-        out.append(_judged(f, what, status, failed_at, failure_text, replay))
+        out.append(_judged(f, f.predicts, status, failed_at, failure_text, replay))
     return refuted_by_passing(out, failure)
 
 
@@ -91,7 +82,7 @@ def _judged(f: Finding, predicts: str, status: str, failed_at: set, failure_text
         return replace(f, evidence=UNTESTED)
     if replay.status == "mismatch":
         return replace(f, evidence=CONFIRMED)
-    if observed_between_iterations(f):
+    if seen_between_iterations(f):
         return replace(f, evidence=UNTESTED, reason=f"replay matched eager on {replay.inputs}, but the trace saw "
                        "this change between steady-state iterations")
     return _refuted(f, f"the real capture succeeded and replay matched eager on {replay.inputs}")
@@ -115,7 +106,7 @@ def complete_with_whole_step(found: list[Finding], whole_step: list[Finding], fa
     stop = f"line {frame.line}" if frame is not None else "its first failure"
     passed = set(failure.passed) if failure is not None else set()
     added = []
-    new = [f for f in whole_step if (f.rule, f.file, f.line) not in have and predicts(f) is not None]
+    new = [f for f in whole_step if (f.rule, f.file, f.line) not in have and f.predicts is not None]
     # only a CONFIRMED judgement is kept (refuted_by_passing, run by judge, never changes one)
     judged_all = judge(new, CAPTURE_FAILED, failure, None) if failure is not None else new
     for f, judged in zip(new, judged_all):

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from cgtool.model.compiled import (
     DYNAMIC_SHAPES,
+    GUARD_SIZE,
+    GUARD_VALUE,
     OVERWRITTEN,
     PARTITION,
     PENDING_BACKWARD,
@@ -176,8 +179,20 @@ def recompile_events(records: list[dict[str, Any]]) -> list[CompiledEvent]:
         reason = f"{m.group(1)} recompiled: {why[0] if why else 'a guard failed'}"
         reason = re.sub(r"^\d+/\d+: ", "", reason.split(": ", 1)[0]) + ": " + re.sub(r"^\d+/\d+: ", "",
                                                                                       reason.split(": ", 1)[1])
-        out.append(CompiledEvent(RECOMPILE, reason[:300], _short(message), call_of(r)))
+        reason = reason[:300]
+        out.append(CompiledEvent(RECOMPILE, reason, _short(message), call_of(r),
+                                 function=reason.split(" recompiled", 1)[0], guard=reason.split(": ", 1)[-1],
+                                 guard_on=guard_on(reason)))
     return merge(out)
+
+
+def guard_on(guard: str) -> str:
+    """What a failed guard checks, from torch's words: GUARD_SIZE for a shape ("size mismatch"), GUARD_VALUE for a
+    Python int (`... == 8`); once dynamo makes it a symbol, CUDAGraph Trees record one graph per distinct value
+    (they key their graphs on the int inputs). "" for other guards."""
+    if "size mismatch" in guard:
+        return GUARD_SIZE
+    return GUARD_VALUE if re.search(r"== -?\d+\s*$", guard) is not None else ""
 
 
 def partition_events(records: list[dict[str, Any]]) -> list[CompiledEvent]:
@@ -208,7 +223,7 @@ def merge(events: list[CompiledEvent]) -> list[CompiledEvent]:
     first: dict[tuple, CompiledEvent] = {}
     for e in events:
         first.setdefault((e.kind, e.reason, e.frame), e)
-    return [CompiledEvent(e.kind, e.reason, e.message, e.frame, counts[k]) for k, e in first.items()]
+    return [replace(e, count=counts[k]) for k, e in first.items()]
 
 
 def events_from_warnings(messages: list[str]) -> list[CompiledEvent]:

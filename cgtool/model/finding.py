@@ -40,9 +40,9 @@ CATEGORIES = (
 
 
 # Finding.origin values: which analysis made the finding.
-CPU_TRACE = "cpu-trace"  # the tracer on the CPU run (lint, capture without a GPU, the whole step after a failed capture)
+CPU_TRACE = "cpu-trace"  # the tracer on the CPU run (lint, capture without a GPU, the whole step after a failure)
 GPU_TRACE = "gpu-trace"  # the tracer during the real GPU warmup and capture
-GPU_CAPTURE = "gpu-capture"  # the real capture itself: its error, its graph, the replay check (CG403, CG404, CG501-CG503)
+GPU_CAPTURE = "gpu-capture"  # the real capture itself: its error, its graph, the replay check (CG403, CG501-CG503)
 COMPILED = "compiled"  # what torch.compile and its CUDAGraph Trees did (CG701-CG705)
 RANKS = "ranks"  # the ranks compared with each other (CG6xx)
 SOURCE = "source"  # the script's text itself (CG001: a malformed `# cgtool: ignore`)

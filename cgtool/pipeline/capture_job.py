@@ -82,15 +82,17 @@ def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progre
     with dynamo_off():  # the tracer sees the ops of compiled functions, run eagerly
         trace, findings, errors = analyze_on_cpu(script, warmup=settings["warmup"], progress=progress)
     if trace.tracer_error is not None:  # never a silent "no hazard found" from a trace that stopped early
-        report.skipped.append(Skip(TRACER_STOPPED, f"part of the CPU analysis: its tracer stopped recording ({trace.tracer_error}); "
-                              "findings after that point are missing (a cgtool bug: please report it)"))
+        report.skipped.append(Skip(TRACER_STOPPED, (
+                f"part of the CPU analysis: its tracer stopped recording ({trace.tracer_error}); findings after that "
+                "point are missing (a cgtool bug: please report it)")))
     if watch.sites:  # compiled code: torch.cond and friends run in dynamo's graphs, not through the tracer
         hop = [e for e in errors if "HigherOrderOperator" in e.message]
         errors = [e for e in errors if e not in hop]
         for e in hop:
             where = f" at {e.frames[-1].file}:{e.frames[-1].line}" if e.frames else ""
-            report.skipped.append(Skip(HIGHER_ORDER_OP, f"the CPU analysis stopped{where}: its tracer cannot run a higher-order operator "
-                                  "(torch.cond, ...) eagerly; the dynamo run below checks the compiled code"))
+            report.skipped.append(Skip(HIGHER_ORDER_OP, (
+                    f"the CPU analysis stopped{where}: its tracer cannot run a higher-order operator (torch.cond, ...) "
+                    "eagerly; the dynamo run below checks the compiled code")))
     report.findings.extend(findings)
     report.errors.extend(errors)
     report.status = SCRIPT_ERROR if errors else CPU_ONLY

@@ -36,15 +36,17 @@ def capture_compiled(script: Script, settings: dict[str, Any], report: Report, p
             try:
                 report.node_lines = compiled_node_lines(captured, report.graph, report)
             except Exception as exc:  # noqa: BLE001 - node lines are optional to the compiled run
-                report.skipped.append(Skip(NODE_LINES, f"lines of the compiled graph's nodes: {type(exc).__name__}: {exc}"))
+                report.skipped.append(Skip(NODE_LINES, (
+                        f"lines of the compiled graph's nodes: {type(exc).__name__}: {exc}")))
     finally:
         run.sites = list(watch.sites)
         run.breaks = breaks_from_records(watch.records)
         run.events = recompile_events(watch.records)
         run.dynamo_graphs = dynamo_graphs_since(before)
         _kernels(run, report)
-    report.skipped.append(Skip(RULES_NOT_CHECKED, "the tracer's checks (CG1xx-CG4xx) during warmup and capture: dynamo runs nothing compiled "
-                          "under them, so the capture ran untraced; a failed capture is named by its traceback"))
+    report.skipped.append(Skip(RULES_NOT_CHECKED, (
+            "the tracer's checks (CG1xx-CG4xx) during warmup and capture: dynamo runs nothing compiled under them, so "
+            "the capture ran untraced; a failed capture is named by its traceback")))
     return run
 
 

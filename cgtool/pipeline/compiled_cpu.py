@@ -64,8 +64,9 @@ def run_compiled_on_cpu(script: Script, settings: dict[str, Any], report: Report
     run.notes.append(f"the step ran {run.iterations} times on the CPU with dynamo on (backend \"eager\")")
     report.findings, left_out = merge_cpu_findings(report.findings, run, watch.code_ranges)
     if left_out:
-        report.skipped.append(Skip(NOT_IN_GRAPHS, f"{left_out} finding(s) of the CPU analysis in code that runs outside the compiled "
-                              "functions: under torch.compile's CUDA graphs only compiled code is in a graph"))
+        report.skipped.append(Skip(NOT_IN_GRAPHS, (
+                f"{left_out} finding(s) of the CPU analysis in code that runs outside the compiled functions: under "
+                "torch.compile's CUDA graphs only compiled code is in a graph")))
     report.skipped.append(NOT_CHECKED)
     return run
 

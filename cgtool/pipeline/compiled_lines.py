@@ -29,12 +29,14 @@ def compiled_node_lines(captured: Any, graph: Any, report: Report) -> NodeProfil
     try:
         times = replay_times(graph, profile_replays(captured.graph))
     except Exception as exc:  # noqa: BLE001 - the profiler is optional to everything else
-        report.skipped.append(Skip(PROFILER_FAILED, f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})"))
+        report.skipped.append(Skip(PROFILER_FAILED, (
+                f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")))
         times = None
     profile = launch_profile(graph, sources, times)
     report.settings["node_lines_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
     if not found:
-        report.skipped.append(Skip(NODE_LINES, "lines of the compiled graph's nodes: no generated module of inductor was found"))
+        report.skipped.append(Skip(NODE_LINES, (
+                "lines of the compiled graph's nodes: no generated module of inductor was found")))
     return profile
 
 

@@ -40,7 +40,8 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         report.findings.extend(check_capture_failure(failed.record, report.findings))
         frame = failed.record.user_frame
         after_capture(False, f"capture failed at {frame.file}:{frame.line}" if frame else "capture failed")
-        report.skipped.append(Skip(CAPTURE_STOPPED, "graph, replay check and timing: capture failed (the CUDA context is now unusable)"))
+        report.skipped.append(Skip(CAPTURE_STOPPED, (
+                "graph, replay check and timing: capture failed (the CUDA context is now unusable)")))
         return None
     except ScriptRaised:
         report.findings.extend(analysis.findings())  # what ran before the step raised still counts
@@ -110,7 +111,8 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
     try:
         times = replay_times(graph, profile_replays(captured.graph))
     except Exception as exc:  # noqa: BLE001 - the profiler is optional to everything else
-        report.skipped.append(Skip(PROFILER_FAILED, f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})"))
+        report.skipped.append(Skip(PROFILER_FAILED, (
+                f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")))
         times = None
     profile = node_profile(graph, trace.frames, ops, rows_from_ops(ops, len(graph.nodes), paths), times)
     if script is not None and times is not None:

@@ -55,8 +55,9 @@ class RankGate:
             if not missing:
                 return None
             if time.monotonic() > deadline:
-                return Skip(PEERS_NOT_READY, f"replay check and timing: rank(s) {', '.join(map(str, missing))} did not "
-                            f"finish capture within {self.timeout_s:g} s (stuck, most likely in a collective of warmup)")
+                return Skip(PEERS_NOT_READY, f"replay check and timing: rank(s) {', '.join(map(str, missing))} did "
+                            f"not finish capture within {self.timeout_s:g} s (stuck, most likely in a collective of "
+                            "warmup)")
             time.sleep(0.05)
 
     def done(self) -> None:

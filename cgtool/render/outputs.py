@@ -45,7 +45,8 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
                 driver = fh.read()
             written["graph.driver.dot"] = write_output(os.path.join(out_dir, "graph.driver.dot"), driver)
         except OSError as exc:
-            report.skipped.append(Skip(OUTPUT_FILE, f"graph.driver.dot: cannot read the driver's dump: {exc.strerror or exc}"))
+            report.skipped.append(Skip(OUTPUT_FILE, (
+                    f"graph.driver.dot: cannot read the driver's dump: {exc.strerror or exc}")))
         except CgtoolError as exc:
             report.skipped.append(Skip(OUTPUT_FILE, f"graph.driver.dot: {exc.message}"))
     for name in [k for k in report.outputs if k.startswith("graph") and k.endswith(".dot") and k != "graph.driver.dot"]:
