@@ -184,11 +184,13 @@ def _histogram(path: str | None, batch_range: tuple[int, int] | None, sizes: lis
         raise CgtoolError("A plan needs the cost of several sizes: add --sizes (e.g. --sizes 1:256).", ExitCode.USAGE)
     if batch_range is not None:
         return range_histogram(*batch_range)
+    from cgtool.files.inputs import HISTOGRAM, read_json
+
+    data = read_json(path, HISTOGRAM)  # type: ignore[arg-type]  # the one reader: FIFOs, devices, depth refused
     try:
-        with open(path, encoding="utf-8") as f:  # type: ignore[arg-type]
-            return parse_histogram(json.load(f))
-    except (OSError, ValueError) as exc:
-        raise CgtoolError(f"Cannot read the histogram {path}: {exc}", ExitCode.USAGE) from None
+        return parse_histogram(data)
+    except ValueError as exc:
+        raise CgtoolError(f"{path}: not a usable histogram: {exc}", ExitCode.USAGE) from None
 
 
 def _plans(report: Any, plan: Any) -> list[Any]:

@@ -85,13 +85,14 @@ def _node_lines(path: str) -> NodeProfile | None:
     """A report.json's node_lines (each node's line and replay time), None for other files or without them."""
     if not path.endswith(".json"):
         return None
+    from cgtool.errors import CgtoolError
+    from cgtool.files.inputs import GRAPH, read_json
     from cgtool.model.node_profile import NodeProfile
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh).get("node_lines")
+        data = read_json(path, GRAPH).get("node_lines")
         return NodeProfile.from_json(data) if isinstance(data, dict) else None
-    except (OSError, ValueError, AttributeError, KeyError, TypeError, IndexError):
+    except (CgtoolError, ValueError, AttributeError, KeyError, TypeError, IndexError):
         return None  # read_graph_file has said what is wrong with the file, if anything
 
 
