@@ -60,7 +60,7 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
               help="Sweep: pass size=N to setup/inputs and capture one graph per size; LOW:HIGH doubles from LOW "
               "(LOW, 2*LOW, 4*LOW, ...) and ends with HIGH, LOW:HIGH:STEP a range. Several sizes are also captured into one shared pool, "
               "largest first, on one stream (as vLLM does).")
-@click.option("--histogram", "histogram_file", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--histogram", "histogram_file", type=click.Path(), default=None,
               help="With --sizes: plan which sizes to capture for these batches (JSON {\"batch\": count} or a list).")
 @click.option("--batch-range", callback=_batch_range, default=None, metavar="LOW:HIGH",
               help="With --sizes: plan for every batch size from LOW to HIGH, equally likely.")
@@ -69,7 +69,7 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.option("--max-sizes", type=Number("max_sizes"), default=None, help="The plan captures at most this many sizes.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Draw speedup and both times against size (.svg, or .png with matplotlib).")
-@click.option("--compare", "baseline", type=click.Path(dir_okay=False), default=None,
+@click.option("--compare", "baseline", type=click.Path(), default=None,
               help="A bench JSON (from --out) to compare with, size by size.")
 @click.option("--fail-if-slower", type=Number("fail_if_slower"), default=None, metavar="PCT",
               help="With --compare: exit 1 when replay got slower by more than PCT percent and the CI.")
