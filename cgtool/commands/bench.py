@@ -267,20 +267,21 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
             console().print(plan_table(plans, plan[1]))
             for line in plan_lines(plans):
                 console().print(escape(line), soft_wrap=True)
-    if out_file:
-        from cgtool.render.files import KEPT_NOTE, write_result
+    complete = outcome.failure is None and not report.errors and bool(report.results)
+    from cgtool.render.files import save_result
 
-        failed = outcome.failure is not None or bool(report.errors) or not report.results
-        if not write_result(out_file, data, failed):  # a failed run never replaces a saved report (a baseline)
-            console(stderr=True).print(KEPT_NOTE.format(path=out_file), soft_wrap=True, markup=False)
+    if out_file:  # a failed run never replaces a saved report (a baseline): it goes beside it
+        save_result(out_file, data, complete)
     if plot_path and report.results:
         from cgtool.bench.plot import plot_plan, plot_sweep
-        from cgtool.render.files import write_output
+
+        def write(path: str, data: str | bytes) -> None:
+            save_result(path, data, complete)
 
         if plans:
-            plot_plan(report, plans, plot_path, write=write_output)
+            plot_plan(report, plans, plot_path, write=write)
         else:
-            plot_sweep(report, plot_path, write=write_output)
+            plot_sweep(report, plot_path, write=write)
     if outcome.failure == "interrupted":
         sys.exit(ExitCode.INTERRUPTED)
     if outcome.failure is not None:
