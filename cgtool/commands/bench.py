@@ -77,7 +77,8 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
               "(torch.compile backend=\"cudagraphs\") against eager, carefully (docs/partial.md).")
 @click.option("--modules", "modules_depth", type=Number("modules"), default=None, metavar="DEPTH",
               help="Time the step with its capturable submodules (to DEPTH) graphed instead (docs/partial.md).")
-@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the bench JSON here.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the bench JSON here (a failed or interrupted run never replaces an existing file: it writes "
+                   "NAME.failed.json beside it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the bench JSON on stdout instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict (and problems).")
 @nproc_option

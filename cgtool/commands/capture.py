@@ -82,7 +82,9 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     replay mismatch, error findings, the script raised); 2 usage or input error (missing file, syntax
     error, no entry function); 3 no CUDA device (the CPU analysis ran and found no error) or an
     environment problem (output folder or stdout not writable); 4 the worker crashed or timed out;
-    130 interrupted (143 SIGTERM, 129 SIGHUP: the report is still written).
+    130 interrupted (143 SIGTERM, 129 SIGHUP: the report is still written). A run that did not complete
+    (script error, crash, timeout, interrupt) never replaces an existing report.json: it writes
+    report.failed.json beside it and says so. A symlink in --out is replaced, never written through.
 
     \b
     --nproc-per-node N: N ranks through torch.distributed.run, each captured on cuda:LOCAL_RANK (process

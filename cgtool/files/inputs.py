@@ -69,8 +69,7 @@ def read_input(path: str, kind: InputKind) -> bytes:
     finally:
         os.close(fd)
     if size > kind.cap:
-        raise CgtoolError(f"{path} is larger than {kind.cap // MiB} MiB, the most cgtool reads as {kind.what}.",
-                          ExitCode.USAGE)
+        raise _too_large(path, kind)
     return b"".join(chunks)
 
 
@@ -156,8 +155,8 @@ def _regular(path: str, kind: InputKind) -> os.stat_result:
         st = os.stat(path)
     except FileNotFoundError:
         if os.path.islink(path):
-            raise CgtoolError(f"{path} is a symlink to {os.readlink(path)}, which does not exist; give {kind.what}.",
-                              ExitCode.USAGE) from None
+            raise CgtoolError(f"{path} is a symlink to {os.path.realpath(path)}, which does not exist; "
+                              f"give {kind.what}.", ExitCode.USAGE) from None
         raise CgtoolError(f"No such file: {path}", ExitCode.USAGE) from None
     except OSError as exc:
         raise _unreadable(path, exc) from None
@@ -165,6 +164,8 @@ def _regular(path: str, kind: InputKind) -> os.stat_result:
         raise CgtoolError(f"{path} is a folder, not a regular file; give {kind.what}.", ExitCode.USAGE)
     if not stat.S_ISREG(st.st_mode):
         raise CgtoolError(f"{path} is {_type_of(st.st_mode)}, not a regular file; give {kind.what}.", ExitCode.USAGE)
+    if st.st_size > kind.cap:  # refused before reading; a file whose size lies (/proc) stops at cap + 1 bytes
+        raise _too_large(path, kind)
     return st
 
 
@@ -176,6 +177,11 @@ def _unreadable(path: str, exc: OSError) -> CgtoolError:
     if exc.errno == errno.ELOOP:
         return CgtoolError(f"Cannot read {path}: a loop of symlinks.", ExitCode.USAGE)
     return CgtoolError(f"Cannot read {path}: {exc.strerror or exc}.", ExitCode.USAGE)
+
+
+def _too_large(path: str, kind: InputKind) -> CgtoolError:
+    return CgtoolError(f"{path} is larger than {kind.cap // MiB} MiB, the most cgtool reads as {kind.what}.",
+                       ExitCode.USAGE)
 
 
 def _too_deep(path: str, kind: InputKind) -> CgtoolError:

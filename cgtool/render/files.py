@@ -101,6 +101,8 @@ def _write_own(path: str, raw: bytes) -> str:
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise CgtoolError(f"Cannot write {path}: it is a folder; give a file name.", ExitCode.USAGE)
     keep = st if st is not None and stat.S_ISREG(st.st_mode) else None  # a link's or FIFO's mode is not a file's
+    if keep is not None and not os.access(path, os.W_OK):  # read-only: refused, as for a file the user named
+        raise CgtoolError(f"Cannot write {path}: permission denied.", ExitCode.ENVIRONMENT)
     try:
         _replace(path, raw, keep)
     except PermissionError as exc:
