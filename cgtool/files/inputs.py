@@ -55,8 +55,8 @@ def read_input(path: str, kind: InputKind) -> bytes:
         raise _unreadable(path, exc) from None
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise CgtoolError(f"{path} is {_type_of(st.st_mode)}, not a regular file; give {kind.what}.", ExitCode.USAGE)
+        if not stat.S_ISREG(st.st_mode):  # swapped for a FIFO or device since the check
+            raise _not_regular(path, st.st_mode, kind)
         chunks, size = [], 0
         while size <= kind.cap:  # a file that grows while read (or a /proc file that never ends) stops at cap + 1
             chunk = os.read(fd, min(MiB, kind.cap + 1 - size))
@@ -163,14 +163,15 @@ def _regular(path: str, kind: InputKind) -> os.stat_result:
     if stat.S_ISDIR(st.st_mode):
         raise CgtoolError(f"{path} is a folder, not a regular file; give {kind.what}.", ExitCode.USAGE)
     if not stat.S_ISREG(st.st_mode):
-        raise CgtoolError(f"{path} is {_type_of(st.st_mode)}, not a regular file; give {kind.what}.", ExitCode.USAGE)
+        raise _not_regular(path, st.st_mode, kind)
     if st.st_size > kind.cap:  # refused before reading; a file whose size lies (/proc) stops at cap + 1 bytes
         raise _too_large(path, kind)
     return st
 
 
-def _type_of(mode: int) -> str:
-    return next((name for test, name in _TYPES if test(mode)), "a special file")
+def _not_regular(path: str, mode: int, kind: InputKind) -> CgtoolError:
+    what = next((name for test, name in _TYPES if test(mode)), "a special file")
+    return CgtoolError(f"{path} is {what}, not a regular file; give {kind.what}.", ExitCode.USAGE)
 
 
 def _unreadable(path: str, exc: OSError) -> CgtoolError:
