@@ -216,6 +216,9 @@ def parse_histogram(data: object) -> dict[int, float]:
     return hist
 
 
+MAX_SWEEP_SIZES = 256  # --sizes: a sweep captures and times each size; more is a usage error (README, docs/bench.md)
+
+
 def parse_sizes(text: str) -> list[int]:
     """`1,2,4,8`; `LOW:HIGH` doubles from LOW (LOW, 2*LOW, ...) and ends with HIGH (`3:100` is 3, 6, ..., 96, 100); `LOW:HIGH:STEP` for a range."""
     sizes: list[int] = []
@@ -227,7 +230,11 @@ def parse_sizes(text: str) -> list[int]:
         if len(bits) not in (2, 3) or bits[0] < 1 or bits[1] < bits[0] or (len(bits) == 3 and bits[2] < 1):
             raise ValueError(f"a size range is LOW:HIGH or LOW:HIGH:STEP with 1 <= LOW <= HIGH, got {part!r}")
         if len(bits) == 3:
-            sizes += list(range(bits[0], bits[1] + 1, bits[2]))
+            steps = range(bits[0], bits[1] + 1, bits[2])
+            if len(steps) > MAX_SWEEP_SIZES:  # counted before the list is made: 1:10**11:1 is refused at once
+                raise ValueError(f"{part!r} is {len(steps):,} sizes; a sweep measures at most {MAX_SWEEP_SIZES} sizes "
+                                 "(each is captured and timed): widen STEP or narrow the range")
+            sizes += list(steps)
         else:
             n = bits[0]
             while n < bits[1]:
@@ -236,7 +243,10 @@ def parse_sizes(text: str) -> list[int]:
             sizes.append(bits[1])
     if not sizes or any(s < 1 for s in sizes):
         raise ValueError("sizes must be positive whole numbers")
-    return list(dict.fromkeys(sizes))
+    unique = list(dict.fromkeys(sizes))
+    if len(unique) > MAX_SWEEP_SIZES:
+        raise ValueError(f"{len(unique)} sizes; a sweep measures at most {MAX_SWEEP_SIZES} (each is captured and timed)")
+    return unique
 
 
 def parse_bytes(text: str) -> int:

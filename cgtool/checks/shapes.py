@@ -141,10 +141,12 @@ def _branch_of(trace: Trace, a: OpRecord | None, b: OpRecord | None) -> tuple[Fr
 
 @functools.lru_cache(maxsize=64)
 def _branch_nodes(path: str) -> tuple[ast.AST, ...]:
+    from cgtool.errors import CgtoolError
+    from cgtool.files.inputs import SCRIPT, read_input
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read(), path)
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(read_input(path, SCRIPT), path)
+    except (CgtoolError, SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     return tuple(n for n in ast.walk(tree) if isinstance(n, _BRANCHES) and hasattr(n, "lineno"))
 

@@ -60,7 +60,7 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
               help="Sweep: pass size=N to setup/inputs and capture one graph per size; LOW:HIGH doubles from LOW "
               "(LOW, 2*LOW, 4*LOW, ...) and ends with HIGH, LOW:HIGH:STEP a range. Several sizes are also captured into one shared pool, "
               "largest first, on one stream (as vLLM does).")
-@click.option("--histogram", "histogram_file", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--histogram", "histogram_file", type=click.Path(), default=None,
               help="With --sizes: plan which sizes to capture for these batches (JSON {\"batch\": count} or a list).")
 @click.option("--batch-range", callback=_batch_range, default=None, metavar="LOW:HIGH",
               help="With --sizes: plan for every batch size from LOW to HIGH, equally likely.")
@@ -69,7 +69,7 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.option("--max-sizes", type=Number("max_sizes"), default=None, help="The plan captures at most this many sizes.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Draw speedup and both times against size (.svg, or .png with matplotlib).")
-@click.option("--compare", "baseline", type=click.Path(dir_okay=False), default=None,
+@click.option("--compare", "baseline", type=click.Path(), default=None,
               help="A bench JSON (from --out) to compare with, size by size.")
 @click.option("--fail-if-slower", type=Number("fail_if_slower"), default=None, metavar="PCT",
               help="With --compare: exit 1 when replay got slower by more than PCT percent and the CI.")
@@ -77,7 +77,8 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
               "(torch.compile backend=\"cudagraphs\") against eager, carefully (docs/partial.md).")
 @click.option("--modules", "modules_depth", type=Number("modules"), default=None, metavar="DEPTH",
               help="Time the step with its capturable submodules (to DEPTH) graphed instead (docs/partial.md).")
-@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the bench JSON here.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the bench JSON here (a failed or interrupted run never replaces an existing file: it writes "
+                   "NAME.failed.json beside it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the bench JSON on stdout instead of tables.")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict (and problems).")
 @nproc_option
@@ -186,11 +187,13 @@ def _histogram(path: str | None, batch_range: tuple[int, int] | None, sizes: lis
         raise CgtoolError("A plan needs the cost of several sizes: add --sizes (e.g. --sizes 1:256).", ExitCode.USAGE)
     if batch_range is not None:
         return range_histogram(*batch_range)
+    from cgtool.files.inputs import HISTOGRAM, read_json
+
+    data = read_json(path, HISTOGRAM)  # type: ignore[arg-type]  # the one reader: FIFOs, devices, depth refused
     try:
-        with open(path, encoding="utf-8") as f:  # type: ignore[arg-type]
-            return parse_histogram(json.load(f))
-    except (OSError, ValueError) as exc:
-        raise CgtoolError(f"Cannot read the histogram {path}: {exc}", ExitCode.USAGE) from None
+        return parse_histogram(data)
+    except ValueError as exc:
+        raise CgtoolError(f"{path}: not a usable histogram: {exc}", ExitCode.USAGE) from None
 
 
 def _plans(report: Any, plan: Any) -> list[Any]:
@@ -266,20 +269,21 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
             console().print(plan_table(plans, plan[1]))
             for line in plan_lines(plans):
                 console().print(escape(line), soft_wrap=True)
-    if out_file:
-        from cgtool.render.files import KEPT_NOTE, write_result
+    complete = outcome.failure is None and not report.errors and bool(report.results)
+    from cgtool.render.files import save_result
 
-        failed = outcome.failure is not None or bool(report.errors) or not report.results
-        if not write_result(out_file, data, failed):  # a failed run never replaces a saved report (a baseline)
-            console(stderr=True).print(KEPT_NOTE.format(path=out_file), soft_wrap=True, markup=False)
+    if out_file:  # a failed run never replaces a saved report (a baseline): it goes beside it
+        save_result(out_file, data, complete)
     if plot_path and report.results:
         from cgtool.bench.plot import plot_plan, plot_sweep
-        from cgtool.render.files import write_output
+
+        def write(path: str, data: str | bytes) -> None:
+            save_result(path, data, complete)
 
         if plans:
-            plot_plan(report, plans, plot_path, write=write_output)
+            plot_plan(report, plans, plot_path, write=write)
         else:
-            plot_sweep(report, plot_path, write=write_output)
+            plot_sweep(report, plot_path, write=write)
     from cgtool.model.exit_codes import bench_exit
 
     regressed = comparison is not None and fail_if_slower is not None and comparison.regressed(fail_if_slower)

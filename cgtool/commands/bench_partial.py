@@ -38,9 +38,8 @@ def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, s
         if modules is not None and not quiet:
             render_modules(modules, out)
         render_errors([ErrorRecord.from_json(e) for e in d.get("errors", [])], out)
-    if out_file:
-        from cgtool.render.files import KEPT_NOTE, write_result
+    if out_file:  # a failed run never replaces a saved report: it goes beside it
+        from cgtool.render.files import save_result
 
-        if not write_result(out_file, data, outcome.failure is not None or bool(d.get("errors"))):
-            console(stderr=True).print(KEPT_NOTE.format(path=out_file), soft_wrap=True, markup=False)
+        save_result(out_file, data, complete=outcome.failure is None and not d.get("errors"))
     sys.exit(bench_partial_exit(pieces, modules, list(d.get("errors") or []), outcome.failure))

@@ -84,7 +84,9 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     replay mismatch, error findings, the script raised); 2 usage or input error (missing file, syntax
     error, no entry function); 3 no CUDA device (the CPU analysis ran and found no error) or an
     environment problem (output folder or stdout not writable); 4 the worker crashed or timed out;
-    130 interrupted (143 SIGTERM, 129 SIGHUP: the report is still written).
+    130 interrupted (143 SIGTERM, 129 SIGHUP: the report is still written). A run that did not complete
+    (script error, crash, timeout, interrupt) never replaces an existing report.json: it writes
+    report.failed.json beside it and says so. A symlink in --out is replaced, never written through.
 
     \b
     --nproc-per-node N: N ranks through torch.distributed.run, each captured on cuda:LOCAL_RANK (process
@@ -93,7 +95,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     """
     from cgtool.render.capture import render_report
     from cgtool.render.console import console
-    from cgtool.render.outputs import prepare_out_dir, write_outputs
+    from cgtool.render.outputs import prepare_out_dir, run_complete, say_kept, write_outputs
     from cgtool.worker.client import report_from_outcome
     from cgtool.worker.whole_step import complete_report
 
@@ -110,7 +112,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
     show = not (as_json or quiet)
-    write_error = None
+    write_error, kept = None, {}
     with tempfile.TemporaryDirectory(prefix="cgtool-work-") as work_dir:
         outcome = run_with_progress(job.with_work_dir(work_dir), timeout, show=show)
         report = report_from_outcome(job, outcome)
@@ -121,13 +123,14 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
 
             run_partial(job, report, timeout, show, {"piecewise": piecewise, "modules": modules_depth})
         try:
-            write_outputs(report, out_dir)
+            kept = write_outputs(report, out_dir, complete=run_complete(report, outcome.failure))
         except CgtoolError as exc:  # a full disk, a folder gone read-only: show the report anyway, then fail
             write_error = exc
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
     else:
         render_report(report, console(), quiet=quiet)
+    say_kept(out_dir, kept)
     if write_error is not None:
         advice = "free space or pick" if write_error.exit_code == ExitCode.ENVIRONMENT else "pick"
         raise CgtoolError(f"{write_error.message.rstrip('.')}. The report above was not saved; {advice} another "

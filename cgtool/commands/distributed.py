@@ -103,8 +103,7 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
 
     from cgtool.render.console import console
     from cgtool.render.distributed import dist_files, render_dist_report
-    from cgtool.render.files import write_output
-    from cgtool.render.outputs import prepare_out_dir
+    from cgtool.render.outputs import prepare_out_dir, say_kept, write_own
 
     stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
@@ -117,14 +116,13 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
             complete_reports(job, [r.report for r in report.ranks if r.report is not None], timeout, world_of_one=True)
     if report is None:
         sys.exit(exit_code(report, outcome))  # rank 0 writes and prints the merged report
+    complete, kept = outcome.failure is None, {}  # an interrupted or timed-out world keeps an existing report
     for name, text in dist_files(report).items():
-        path = os.path.join(out_dir, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_output(path, text)
-        report.outputs[name] = path
-    write_output(os.path.join(out_dir, "report.json"), json.dumps(report.to_json(), indent=1) + "\n")
+        report.outputs[name] = write_own(out_dir, name, text, complete, kept)
+    write_own(out_dir, "report.json", json.dumps(report.to_json(), indent=1) + "\n", complete, kept)
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
     else:
         render_dist_report(report, console(), quiet=quiet)
+    say_kept(out_dir, kept)
     sys.exit(exit_code(report, outcome))

@@ -25,7 +25,9 @@ from cgtool.model.lint_result import LINT_FORMATS
               help="Scripts analysed in parallel, each in its own worker process [default: one per CPU, "
                    "at most one per GiB of free memory and 8].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the output to a file (a device, FIFO or symlink's target is written in place).")
+              help="Write the output to a file, atomically (a device, or a symlink's target, is written in place; a FIFO "
+                   "once a reader opens it, waiting at most 10 s). An interrupted run never replaces an existing "
+                   "file: its output goes beside it, as NAME.failed.EXT.")
 @click.option("--nproc-per-node", "nproc", type=Number("nproc"), default=None, metavar="N",
               help="Analyse each script on N ranks (torch.distributed.run) and add the cross-rank checks (CG6xx).")
 def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignore: tuple[str, ...], entry: str,
@@ -83,9 +85,9 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
         result = lint_paths(paths, opts, on_progress)
     text = render_lint(result, fmt or config.format or "text", to_tty=output is None and sys.stdout.isatty())
     if output:
-        from cgtool.render.files import write_output
+        from cgtool.render.files import save_result
 
-        write_output(output, text)
+        save_result(output, text, complete=not result.interrupted)  # an interrupted run keeps a saved -o file
     else:
         sys.stdout.write(text)
     sys.exit(result.exit_code)

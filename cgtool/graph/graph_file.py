@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import codecs
-import json
 import os
 
 from cgtool.errors import CgtoolError, ExitCode
+from cgtool.files.inputs import GRAPH, parse_json, read_input
 from cgtool.graph.cgtool_dot import is_cgtool_dot, read_cgtool_dot
 from cgtool.graph.dotfile import parse_dot
 from cgtool.graph.driver_dot import graph_from_driver_dot
@@ -35,15 +35,7 @@ def read_graph_file(path: str | os.PathLike[str]) -> Graph:
 
 
 def _read_text(path: str) -> str:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        raise CgtoolError(f"No such file: {path}", ExitCode.USAGE) from None
-    except IsADirectoryError:
-        raise CgtoolError(f"{path} is a folder: give a report.json, graph.dot or driver DOT file", ExitCode.USAGE) from None
-    except OSError as exc:
-        raise CgtoolError(f"Cannot read {path}: {exc.strerror or exc}", ExitCode.USAGE) from None
+    data = read_input(path, GRAPH)  # regular files only, at most GRAPH.cap bytes: the one reader (files/inputs.py)
     for bom, encoding in _BOMS:  # a file saved as UTF-8 (with a BOM), UTF-16 or UTF-32 by an editor says so in its first bytes
         if data.startswith(bom):
             data = data[len(bom):].decode(encoding, errors="replace").encode("utf-8")
@@ -60,15 +52,7 @@ _BOMS = ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF32_LE, "utf-32-le"), (codecs
 
 
 def _from_json(text: str, path: str) -> Graph:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise CgtoolError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); is the file truncated?", ExitCode.USAGE) from None
-    except RecursionError:
-        raise CgtoolError(f"{path}: JSON nested too deeply to be a cgtool report or graph", ExitCode.USAGE) from None
-    except ValueError:  # an integer of more than 4300 digits (Python's int_max_str_digits)
-        raise CgtoolError(f"{path}: JSON with a number too long to read: not a cgtool report or graph",
-                          ExitCode.USAGE) from None
+    data = parse_json(text, path, GRAPH)
     if not isinstance(data, dict):
         raise CgtoolError(f"{path}: JSON, but not a cgtool report or graph", ExitCode.USAGE)
     if "schema" in data and "graph" in data:  # a report.json: only its graph is read here

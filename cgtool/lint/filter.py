@@ -139,11 +139,13 @@ def is_suppressed(finding: Finding, source_lines: Sequence[str] | None = None) -
 
 
 def read_source_lines(path: str) -> list[str]:
-    """The lines of a source file, or [] when it cannot be read."""
+    """The lines of a source file, or [] when it cannot be read (or is no regular file: the one reader)."""
+    from cgtool.errors import CgtoolError
+    from cgtool.files.inputs import SCRIPT, read_input
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read().splitlines()
-    except OSError:
+        return read_input(path, SCRIPT).decode("utf-8", errors="replace").splitlines()
+    except CgtoolError:
         return []
 
 

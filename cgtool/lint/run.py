@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from cgtool.errors import CgtoolError, ExitCode
+from cgtool.files.inputs import SCRIPT, check_input, read_input
 from cgtool.lint.filter import filter_findings, rule_enabled
 from cgtool.model.job import CAPTURE, Job
 from cgtool.model.lint_result import ANALYSED, ERROR, LintResult, ScriptResult
@@ -37,9 +38,8 @@ class LintOptions:
 def defines_function(path: str, name: str) -> bool:
     """True when the file defines `name` at top level (read with ast; nothing is imported)."""
     try:
-        with open(path, "rb") as fh:
-            tree = ast.parse(fh.read(), path)
-    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+        tree = ast.parse(read_input(path, SCRIPT), path)
+    except (SyntaxError, ValueError, CgtoolError, RecursionError, MemoryError):
         return True  # let the analysis report the syntax error (or the nesting) for this file
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in tree.body)
 
@@ -52,14 +52,12 @@ def find_scripts(paths: Sequence[str], entry: str) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for target in paths:
         path, own_entry = parse_target(target, None)
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             raise CgtoolError(f"No such file or folder: {path}", ExitCode.USAGE)
-        if os.path.isfile(path):
+        if not os.path.isdir(path):
+            check_input(path, SCRIPT)  # the one reader's refusal: a FIFO, device, socket or dangling link
             found.append((path, own_entry if path != target else entry))
             continue
-        if not os.path.isdir(path):
-            raise CgtoolError(f"{path} is not a regular file (a FIFO, socket or device); give a Python script.",
-                              ExitCode.USAGE)
         for root, dirs, files in os.walk(path):
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
             for f in sorted(files):

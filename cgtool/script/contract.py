@@ -130,15 +130,11 @@ def parse_target(target: str, entry: str | None = None) -> tuple[str, str]:
 
 def compile_script(path: str) -> Any:
     """The script's code object; a missing, unreadable or invalid file is a CgtoolError (exit 2)."""
-    if not os.path.exists(path):
-        raise CgtoolError(f"No such file: {path}")
-    if os.path.isdir(path):
-        raise CgtoolError(f"{path} is a folder; give a Python script (cgtool lint accepts folders).")
-    if not os.path.isfile(path):  # a FIFO would block the read for good, a device never ends
-        raise CgtoolError(f"{path} is not a regular file (a FIFO, socket or device); give a Python script.")
+    from cgtool.files.inputs import SCRIPT, read_input
+
+    source = read_input(path, SCRIPT)  # the one reader: a FIFO, device or folder is refused, the size bounded
     try:
-        with open(path, "rb") as fh:
-            return compile(fh.read(), path, "exec")
+        return compile(source, path, "exec")
     except SyntaxError as exc:
         where = f"{exc.filename or path}:{exc.lineno or '?'}"
         if "codec can't decode" in str(exc.msg) or "unknown encoding" in str(exc.msg):
@@ -151,8 +147,6 @@ def compile_script(path: str) -> Any:
                           "its encoding (# -*- coding: latin-1 -*-).") from None
     except (RecursionError, MemoryError):
         raise CgtoolError(f"{path}: too deeply nested for Python to compile.") from None
-    except OSError as exc:
-        raise CgtoolError(f"Cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:  # not Python source (e.g. NUL bytes)
         raise CgtoolError(f"Cannot read {path} as a Python script: {exc}") from None
 
