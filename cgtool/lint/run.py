@@ -47,8 +47,9 @@ def defines_function(path: str, name: str) -> bool:
 def find_scripts(paths: Sequence[str], entry: str) -> list[tuple[str, str]]:
     """(script, entry) pairs: files as given (`script.py:fn` names the entry of that file); folders
     searched recursively for .py files that define the entry function."""
-    from cgtool.script.contract import parse_target
+    from cgtool.script.contract import entry_name, parse_target
 
+    entry = entry_name(entry)  # --entry "" or __init__: a usage error before any script runs
     found: list[tuple[str, str]] = []
     for target in paths:
         path, own_entry = parse_target(target, None)

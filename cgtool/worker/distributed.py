@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -19,6 +18,7 @@ from cgtool.model.report import Report
 from cgtool.worker import lifetime
 from cgtool.worker.launch import EventTail, LaunchOutcome, kill_tree, launch_env, launch_ranks, rank_result
 from cgtool.worker.merge import merge
+from cgtool.worker.start import python_command
 
 DDP_WARMUP = 11  # PyTorch's docs: at least 11 DDP-enabled warmup iterations before capture
 
@@ -60,7 +60,7 @@ def run_as_rank(job: Job, timeout: float,
         import json
 
         json.dump(job.to_json(), fh)
-    cmd = [sys.executable, "-m", "cgtool.worker.rank_child", job_path, run_dir]
+    cmd = python_command("cgtool.worker.rank_child", job_path, run_dir)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
                             env=dict(launch_env(job), CGTOOL_RANK_CHILD="1"))

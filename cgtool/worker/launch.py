@@ -22,6 +22,7 @@ from cgtool.model.report import Report
 from cgtool.worker import lifetime
 from cgtool.worker.client import describe_exit
 from cgtool.worker.lifetime import descendants
+from cgtool.worker.start import python_args, python_command
 
 OUTPUT_TAIL_CHARS = 4000
 
@@ -70,10 +71,12 @@ def check_nproc(nproc: int) -> None:
 
 
 def launcher_command(nproc: int, job_path: str, run_dir: str) -> list[str]:
-    return [sys.executable, "-m", "cgtool.worker.launcher", os.path.join(run_dir, "tmp"),
-            "torch.distributed.run", "--standalone", "--nnodes", "1",
-            "--nproc-per-node", str(nproc), "--max-restarts", "0", "--monitor-interval", "0.1",
-            "-m", "cgtool.worker.rank_child", job_path, run_dir]
+    """The launcher's command: torch.distributed.run in cgtool.worker.launcher; each rank is cgtool.worker.rank_child,
+    started (--no-python) by the interpreter itself as worker/start.py starts every process of cgtool's."""
+    return python_command("cgtool.worker.launcher", os.path.join(run_dir, "tmp"),
+                          "torch.distributed.run", "--standalone", "--nnodes", "1",
+                          "--nproc-per-node", str(nproc), "--max-restarts", "0", "--monitor-interval", "0.1",
+                          "--no-python", sys.executable, "-u", *python_args("cgtool.worker.rank_child", job_path, run_dir))
 
 
 def launch_env(job: Job) -> dict[str, str]:
