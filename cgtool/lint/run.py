@@ -16,6 +16,7 @@ from cgtool.model.lint_result import ANALYSED, ERROR, LintResult, ScriptResult
 from cgtool.model.report import CAPTURE_FAILED, WORKER_FAILED, Report
 from cgtool.model.rules import CROSS_RANK_RULES, GPU_ONLY_RULES
 from cgtool.script.ranks import written_for_ranks
+from cgtool.worker import lifetime
 
 NO_GROUP = "Default process group has not been initialized"  # torch's words for a collective with no group
 
@@ -132,7 +133,7 @@ def lint_paths(paths: Sequence[str], opts: LintOptions, on_progress: Progress | 
     device = "cuda" if any(r.device == "cuda" for r in results) else "cpu"
     unchecked = [path for i, (path, _) in enumerate(scripts) if i not in done] if interrupted else []
     return LintResult(scripts=results, version=__version__, device=device, interrupted=interrupted,
-                      unchecked=unchecked)
+                      stop=lifetime.stop_name(), unchecked=unchecked)
 
 
 def _run_in_turn(scripts: list[tuple[str, str]], opts: LintOptions,

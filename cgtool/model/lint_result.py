@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from cgtool.errors import ExitCode
+from cgtool.errors import CTRL_C, ExitCode, interrupted_status
 from cgtool.model.finding import Finding
 
 LINT_SCHEMA_VERSION = 1
@@ -80,7 +80,8 @@ class LintResult:
     scripts: list[ScriptResult] = field(default_factory=list)
     version: str = ""  # cgtool version
     device: str = "cpu"  # "cuda" when the run had a GPU, else "cpu"
-    interrupted: bool = False  # stopped by Ctrl-C: `scripts` holds what finished before it
+    interrupted: bool = False  # stopped by Ctrl-C, SIGTERM or SIGHUP: `scripts` holds what finished before it
+    stop: str = CTRL_C  # what stopped an interrupted run: "Ctrl-C", "SIGTERM" or "SIGHUP" (errors.interrupted)
     unchecked: list[str] = field(default_factory=list)  # scripts found but not analysed (interrupted)
 
     def findings(self) -> Iterator[tuple[ScriptResult, Finding]]:
@@ -127,10 +128,10 @@ class LintResult:
 
     @property
     def exit_code(self) -> int:
-        """130 when interrupted; else 0 when there is no error-severity finding and every script was
-        analysed, 1 otherwise."""
+        """130 when interrupted by Ctrl-C (128 + the signal's number for SIGTERM and SIGHUP: 143, 129); else 0 when
+        there is no error-severity finding and every script was analysed, 1 otherwise."""
         if self.interrupted:
-            return ExitCode.INTERRUPTED
+            return interrupted_status(self.stop)
         return ExitCode.PROBLEMS if self.error_count or self.failed_scripts else ExitCode.OK
 
     def to_json(self) -> dict[str, Any]:
@@ -147,6 +148,7 @@ class LintResult:
                 "skipped_rules": self.skipped_rules,
                 "exit_code": self.exit_code,
                 "interrupted": self.interrupted,
+                "interrupted_by": self.stop if self.interrupted else None,
             },
             "scripts": [s.to_json() for s in self.scripts],
             "unchecked": list(self.unchecked),
@@ -162,5 +164,6 @@ class LintResult:
             version=d.get("cgtool_version", ""),
             device=d.get("device", "cpu"),
             interrupted=bool(d.get("summary", {}).get("interrupted", False)),
+            stop=str(d.get("summary", {}).get("interrupted_by") or CTRL_C),
             unchecked=list(d.get("unchecked", [])),
         )

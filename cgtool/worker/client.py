@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from cgtool.errors import interrupted
 from cgtool.model.job import Job
 from cgtool.model.report import WORKER_FAILED, ErrorRecord, Report
 from cgtool.worker import lifetime
@@ -81,7 +82,7 @@ def run_job(job: Job, timeout: float | None = None,
                                "or a very slow warmup does this; raise --timeout if the step is just slow.")
         elif ended == "interrupted":
             outcome.failure = "interrupted"
-            outcome.message = (f"Interrupted ({lifetime.stop_name()}) during the {outcome.phase or 'start-up'} phase; "
+            outcome.message = (f"{interrupted(lifetime.stop_name(), sentence=True)} during the {outcome.phase or 'start-up'} phase; "
                                "the worker was stopped.")
         reader.join(timeout=2)
         outcome.returncode = proc.returncode

@@ -12,6 +12,7 @@ import threading
 import time
 from typing import Any, Callable
 
+from cgtool.errors import interrupted
 from cgtool.model.job import Job
 from cgtool.model.ranks import DistReport
 from cgtool.model.report import Report
@@ -78,7 +79,7 @@ def run_as_rank(job: Job, timeout: float,
             outcome.failure, outcome.message = "timeout", f"rank {rank} ran past its time limit of {timeout:g} s (--timeout) and was killed"
     except KeyboardInterrupt:
         kill_tree(proc, set())
-        outcome.failure, outcome.message = "interrupted", f"Interrupted ({lifetime.stop_name()})"
+        outcome.failure, outcome.message = "interrupted", interrupted(lifetime.stop_name(), sentence=True)
     tail.poll()
     lifetime.reaped(proc.pid)
     outcome.returncode = proc.returncode

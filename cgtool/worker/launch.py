@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from cgtool.errors import interrupted
 from cgtool.model.job import Job
 from cgtool.model.ranks import FINISHED, MULTICAST_OFF, NOT_STARTED, STOPPED, Collective, DdpWrap, RankResult
 from cgtool.model.report import Report
@@ -183,7 +184,7 @@ def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
     except KeyboardInterrupt:
         kill_tree(proc, known)
         outcome.failure = "interrupted"
-        outcome.message = f"Interrupted ({lifetime.stop_name()}); cgtool killed the launcher and every rank"
+        outcome.message = f"{interrupted(lifetime.stop_name(), sentence=True)}; cgtool killed the launcher and every rank"
     pump()
     outcome.leftover = [p for p in known if _alive(p)]
     if outcome.leftover:  # the launcher left a rank behind: it must not outlive cgtool
