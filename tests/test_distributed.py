@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from cgtool.checks.distributed import check_distributed
 from cgtool.graph.model import Graph
@@ -13,6 +14,7 @@ from cgtool.model.ranks import FINISHED, STOPPED, Collective, DdpWrap, DistRepor
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report, Timings
 from cgtool.worker.launch import LaunchOutcome, descendants, launcher_command
 from cgtool.worker.merge import merge, nccl_kernels
+from cgtool.worker.start import BOOT, PACKAGE_DIR
 from conftest import ROOT
 
 S = "/x/step.py"
@@ -123,9 +125,10 @@ def test_merge_takes_the_slowest_rank_and_counts_nccl_kernels():
 
 def test_launcher_is_pytorchs_own():
     cmd = launcher_command(4, "/j.json", "/run")
-    assert cmd[1:3] == ["-m", "cgtool.worker.launcher"] and cmd[4] == "torch.distributed.run"  # run in-process
+    assert cmd[1:5] == ["-c", BOOT, PACKAGE_DIR, "cgtool.worker.launcher"] and cmd[6] == "torch.distributed.run"  # in-process
     assert "--nproc-per-node" in cmd and "4" in cmd
-    assert cmd[cmd.index("-m", 3) + 1] == "cgtool.worker.rank_child"
+    ranks = cmd.index("--no-python") + 1  # each rank: the interpreter, started the way every cgtool process starts
+    assert cmd[ranks:] == [sys.executable, "-u", "-c", BOOT, PACKAGE_DIR, "cgtool.worker.rank_child", "/j.json", "/run"]
     assert descendants(999999999) == []
 
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cgtool.model.limits import NUMBER_TEXT, parse_number
+
 
 @dataclass(frozen=True)
 class SizeCost:
@@ -204,10 +206,9 @@ def parse_histogram(data: object) -> dict[int, float]:
     else:
         raise ValueError("a histogram is a JSON object {\"batch\": count} or a list of batch sizes")
     for b, w in items:
-        try:
-            size, weight = int(b), float(w)
-        except (TypeError, ValueError):
-            raise ValueError(f"not a batch size and a count: {b!r}: {w!r}") from None
+        size, weight = _number(b, whole=True), _number(w, whole=False)
+        if size is None or weight is None:
+            raise ValueError(f"not a batch size and a count: {b!r}: {w!r}")
         if size < 1 or weight < 0 or not math.isfinite(weight):
             raise ValueError(f"batch sizes must be >= 1 and counts >= 0, got {b!r}: {w!r}")
         hist[size] = hist.get(size, 0.0) + weight
@@ -222,7 +223,11 @@ MAX_SWEEP_SIZES = 256  # --sizes: a sweep captures and times each size; more is 
 def parse_sizes(text: str) -> list[int]:
     """`1,2,4,8`; `LOW:HIGH` doubles from LOW (LOW, 2*LOW, ...) and ends with HIGH (`3:100` is 3, 6, ..., 96, 100); `LOW:HIGH:STEP` for a range."""
     sizes: list[int] = []
-    for part in (p.strip() for p in text.split(",") if p.strip()):
+    if not text.strip():
+        raise ValueError("no size given")
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            raise ValueError(f"an empty size between commas in {text!r}")
         if ":" not in part:
             sizes.append(_whole(part))
             continue
@@ -253,21 +258,33 @@ def parse_bytes(text: str) -> int:
     """`512MiB`, `2GiB`, `1.5G`, `300M`, or a plain number of bytes (binary units: K, M, G = 2**10, 2**20, 2**30)."""
     t = text.strip().upper().removesuffix("B").removesuffix("I")
     scale = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}.get(t[-1:], 1) if t else 1
-    number = t[:-1] if scale > 1 else t
-    try:
-        value = float(number)
-    except ValueError:
-        raise ValueError(f"not a memory size: {text!r} (write e.g. 512MiB or 2GiB)") from None
+    value = parse_number(t[:-1] if scale > 1 else t, whole=False)
+    if value is None:
+        raise ValueError(f"not a memory size: {text!r} (write e.g. 512MiB or 2GiB; {NUMBER_TEXT})")
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"a memory size must be positive, got {text!r}")
     return int(value * scale)
 
 
-def _whole(text: str) -> int:
+def _number(value: object, whole: bool) -> float | None:
+    """A histogram's key or count: a JSON number (a whole one for `whole`), or text written as NUMBER_TEXT says."""
+    if isinstance(value, str):
+        return parse_number(value, whole)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if whole:
+        return value if isinstance(value, int) else int(value) if math.isfinite(value) and value.is_integer() else None
     try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"expected whole numbers, got {text!r}") from None
+        return float(value)
+    except OverflowError:  # an integer past float's range
+        return None
+
+
+def _whole(text: str) -> int:
+    number = parse_number(text, whole=True)
+    if number is None:
+        raise ValueError(f"expected whole numbers, got {text!r} ({NUMBER_TEXT})")
+    return int(number)
 
 
 __all__ = ["CostModel", "Plan", "SizeCost", "compare_plans", "evaluate", "model_of_report", "parse_bytes", "parse_histogram", "parse_sizes", "range_histogram", "recommend",

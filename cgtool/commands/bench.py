@@ -15,7 +15,7 @@ from cgtool.commands.distributed import nproc_option
 def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
     from cgtool.bench.size_plan import parse_sizes
 
-    if not value:
+    if value is None:  # not given; an empty --sizes '' is an error
         return None
     try:
         return parse_sizes(value)
@@ -26,7 +26,7 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
 def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     from cgtool.bench.size_plan import parse_bytes
 
-    if not value:
+    if value is None:
         return None
     try:
         return parse_bytes(value)
@@ -35,13 +35,14 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> in
 
 
 def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
-    if not value:
+    from cgtool.model.limits import NUMBER_TEXT, parse_number
+
+    if value is None:
         return None
     low, _, high = value.partition(":")
-    try:
-        lo, hi = int(low), int(high)
-    except ValueError:
-        raise click.BadParameter(f"expected LOW:HIGH, e.g. 1:256, got {value!r}") from None
+    lo, hi = parse_number(low, whole=True), parse_number(high, whole=True)
+    if lo is None or hi is None:
+        raise click.BadParameter(f"expected LOW:HIGH, e.g. 1:256, got {value!r} ({NUMBER_TEXT})")
     if not 1 <= lo <= hi:
         raise click.BadParameter(f"expected 1 <= LOW <= HIGH, got {value!r}")
     return lo, hi

@@ -11,19 +11,37 @@ from cgtool.graph.cgtool_dot import is_cgtool_dot, read_cgtool_dot
 from cgtool.graph.dotfile import parse_dot
 from cgtool.graph.driver_dot import graph_from_driver_dot
 from cgtool.graph.model import Graph
+from cgtool.graph.topology import find_cycle
 
 
 def read_graph_file(path: str | os.PathLike[str]) -> Graph:
     """The Graph in `path`, sniffed from its content: JSON (report.json or a bare graph), cgtool DOT
-    (graph attribute cg_format) or driver DOT. Anything unreadable is a CgtoolError(ExitCode.USAGE)."""
+    (graph attribute cg_format) or driver DOT. Anything unreadable is a CgtoolError(ExitCode.USAGE), and so is
+    a graph with a cycle (a CUDA graph never has one: a hand-edited or generated file)."""
     path = os.fspath(path)
+    graph, names = _read_graph(path)
+    cycle = find_cycle(graph)
+    if cycle is not None:
+        labels = [names[i] if names else str(i) for i in cycle]
+        if len(labels) > 12:  # a cycle through 200,000 nodes: its two ends
+            labels = [*labels[:6], f"… {len(labels) - 11:,} more …", *labels[-5:]]
+        shown = " -> ".join(labels)
+        edges = set(graph.edges)
+        how = "" if all(pair in edges for pair in zip(cycle, cycle[1:])) else " (child graphs that embed each other)"
+        raise CgtoolError(f"{path}: not a DAG: cycle through nodes {shown}{how}; a CUDA graph has no cycle",
+                          ExitCode.USAGE)
+    return graph
+
+
+def _read_graph(path: str) -> tuple[Graph, list[str] | None]:
+    """The graph and, for a driver DOT file, its nodes' names in the file by node id (else None: ids are the names)."""
     text = _read_text(path)
     stripped = text.lstrip("\ufeff \t\r\n")
     if stripped.startswith(("{", "[")):
-        return _from_json(stripped, path)
+        return _from_json(stripped, path), None
     dot = parse_dot(text, path)
     if is_cgtool_dot(dot):
-        return read_cgtool_dot(dot, path)
+        return read_cgtool_dot(dot, path), None
     if not dot.nodes:
         raise CgtoolError(f"{path}: the DOT graph has no nodes", ExitCode.USAGE)
     graph = graph_from_driver_dot(dot)
@@ -31,7 +49,7 @@ def read_graph_file(path: str | os.PathLike[str]) -> Graph:
         raise CgtoolError(
             f"{path}: a DOT graph, but not a CUDA graph: neither cgtool's graph.dot nor the driver's dump "
             "(cudaGraphDebugDotPrint, CUDAGraph.debug_dump)", ExitCode.USAGE)
-    return graph
+    return graph, list(dot.nodes)  # graph_from_driver_dot numbers the nodes in this order
 
 
 def _read_text(path: str) -> str:

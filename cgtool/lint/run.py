@@ -17,6 +17,7 @@ from cgtool.model.lint_result import ANALYSED, ERROR, LintResult, ScriptResult
 from cgtool.model.report import CAPTURE_FAILED, WORKER_FAILED, Report
 from cgtool.model.rules import CROSS_RANK_RULES, GPU_ONLY_RULES
 from cgtool.script.ranks import written_for_ranks
+from cgtool.worker import lifetime
 
 NO_GROUP = "Default process group has not been initialized"  # torch's words for a collective with no group
 
@@ -47,8 +48,9 @@ def defines_function(path: str, name: str) -> bool:
 def find_scripts(paths: Sequence[str], entry: str) -> list[tuple[str, str]]:
     """(script, entry) pairs: files as given (`script.py:fn` names the entry of that file); folders
     searched recursively for .py files that define the entry function."""
-    from cgtool.script.contract import parse_target
+    from cgtool.script.contract import entry_name, parse_target
 
+    entry = entry_name(entry)  # --entry "" or __init__: a usage error before any script runs
     found: list[tuple[str, str]] = []
     for target in paths:
         path, own_entry = parse_target(target, None)
@@ -129,7 +131,7 @@ def lint_paths(paths: Sequence[str], opts: LintOptions, on_progress: Progress | 
     device = "cuda" if any(r.device == "cuda" for r in results) else "cpu"
     unchecked = [path for i, (path, _) in enumerate(scripts) if i not in done] if interrupted else []
     return LintResult(scripts=results, version=__version__, device=device, interrupted=interrupted,
-                      unchecked=unchecked)
+                      stop=lifetime.stop_name(), unchecked=unchecked)
 
 
 def _run_in_turn(scripts: list[tuple[str, str]], opts: LintOptions,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable
 
-from cgtool.errors import ExitCode
+from cgtool.errors import CTRL_C, ExitCode, interrupted_status
 
 if TYPE_CHECKING:
     from cgtool.model.finding import Finding
@@ -121,8 +121,9 @@ def bench_partial_exit(pieces: Piecewise | None, modules: ModuleMap | None, erro
     return ExitCode.PROBLEMS
 
 
-def lint_exit(interrupted: bool, error_findings: int, failed_scripts: int) -> ExitCode:
-    """`lint`: 130 interrupted; 1 an error-severity finding or a script that could not be analysed; 0 otherwise."""
+def lint_exit(interrupted: bool, error_findings: int, failed_scripts: int, stop: str = CTRL_C) -> int:
+    """`lint`: interrupted: 128 + the signal's number (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); 1 an error-severity
+    finding or a script that could not be analysed; 0 otherwise."""
     if interrupted:
-        return ExitCode.INTERRUPTED
+        return interrupted_status(stop)
     return ExitCode.PROBLEMS if error_findings or failed_scripts else ExitCode.OK

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from cgtool.errors import CTRL_C
 from cgtool.model.exit_codes import lint_exit
 from cgtool.model.finding import Finding
 
@@ -81,7 +82,8 @@ class LintResult:
     scripts: list[ScriptResult] = field(default_factory=list)
     version: str = ""  # cgtool version
     device: str = "cpu"  # "cuda" when the run had a GPU, else "cpu"
-    interrupted: bool = False  # stopped by Ctrl-C: `scripts` holds what finished before it
+    interrupted: bool = False  # stopped by Ctrl-C, SIGTERM or SIGHUP: `scripts` holds what finished before it
+    stop: str = CTRL_C  # what stopped an interrupted run: "Ctrl-C", "SIGTERM" or "SIGHUP" (errors.interrupted)
     unchecked: list[str] = field(default_factory=list)  # scripts found but not analysed (interrupted)
 
     def findings(self) -> Iterator[tuple[ScriptResult, Finding]]:
@@ -128,9 +130,9 @@ class LintResult:
 
     @property
     def exit_code(self) -> int:
-        """130 when interrupted; else 0 when there is no error-severity finding and every script was
-        analysed, 1 otherwise."""
-        return lint_exit(self.interrupted, self.error_count, len(self.failed_scripts))
+        """128 + the stopping signal's number when interrupted (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); else 0 when
+        there is no error-severity finding and every script was analysed, 1 otherwise."""
+        return lint_exit(self.interrupted, self.error_count, len(self.failed_scripts), self.stop)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,6 +148,7 @@ class LintResult:
                 "skipped_rules": self.skipped_rules,
                 "exit_code": self.exit_code,
                 "interrupted": self.interrupted,
+                "interrupted_by": self.stop if self.interrupted else None,
             },
             "scripts": [s.to_json() for s in self.scripts],
             "unchecked": list(self.unchecked),
@@ -161,5 +164,6 @@ class LintResult:
             version=d.get("cgtool_version", ""),
             device=d.get("device", "cpu"),
             interrupted=bool(d.get("summary", {}).get("interrupted", False)),
+            stop=str(d.get("summary", {}).get("interrupted_by") or CTRL_C),
             unchecked=list(d.get("unchecked", [])),
         )

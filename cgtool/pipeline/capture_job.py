@@ -10,7 +10,7 @@ from cgtool.model.job import Job
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, ErrorRecord, Report
 from cgtool.model.report_parts import HIGHER_ORDER_OP, TRACER_STOPPED, Skip
-from cgtool.script.contract import Script, ScriptRaised, load_script
+from cgtool.script.contract import Script, ScriptExit, ScriptRaised, load_script
 from cgtool.script.errors import error_record
 from cgtool.script.frames import user_frames_of_traceback
 
@@ -53,9 +53,7 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
     except ScriptRaised as exc:
         report.status = SCRIPT_ERROR
         report.errors.append(error_record(exc.phase, exc.exc))
-    except (SystemExit, KeyboardInterrupt) as exc:
-        # the script called sys.exit() or raised KeyboardInterrupt itself (a real SIGINT ends the worker
-        # before Python sees it, worker/child.py): its choice, reported as the script's error
+    except ScriptExit as exc:  # the script's sys.exit(), KeyboardInterrupt or own BaseException, out of a phase
         report.status = SCRIPT_ERROR
         report.errors.append(error_record(progress.current or "load", exc))
     except Exception as exc:  # anything else: keep what was learned so far (and the traceback in the output)
@@ -66,6 +64,10 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
                                          user_frames_of_traceback(exc.__traceback__)))
         if report.status not in (CAPTURED, CAPTURE_FAILED):
             report.status = SCRIPT_ERROR
+    except BaseException as exc:  # no Exception: the script's code that cgtool called outside the contract (a
+        # module's forward, a hook); a real SIGINT ends the worker before Python sees it (worker/child.py)
+        report.status = SCRIPT_ERROR
+        report.errors.append(error_record(progress.current or "load", exc))
     if not report.environment:
         report.environment = environment()
     return report

@@ -11,6 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from cgtool.errors import interrupted
 from cgtool.model.finding import Finding
 from cgtool.model.lint_result import LintResult, ScriptResult
 from cgtool.model.rules import RULE_BY_ID
@@ -87,7 +88,7 @@ def render_junit(result: LintResult, *, base_dir: str | Path | None = None, suit
     for path in result.unchecked:  # an interrupted run: scripts it never reached
         shown = display_path(path, base_dir)
         case = ET.SubElement(suite, "testcase", {"classname": "cgtool.lint", "name": shown, "file": shown})
-        ET.SubElement(case, "skipped", {"message": "not checked: the run was interrupted (Ctrl-C)"})
+        ET.SubElement(case, "skipped", {"message": f"not checked: the run was {interrupted(result.stop)}"})
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=False).join(
         ['<?xml version="1.0" encoding="UTF-8"?>\n', "\n"])

@@ -6,6 +6,7 @@ import io
 
 from rich.text import Text
 
+from cgtool.errors import interrupted
 from cgtool.model.finding import Finding
 from cgtool.model.lint_result import LintResult
 from cgtool.model.rules import RULE_BY_ID, WORLD_OF_ONE
@@ -32,7 +33,7 @@ def summary_line(result: LintResult) -> str:
     if failed:
         line += f"; {_plural(failed, 'script')} could not be analysed"
     if result.interrupted:
-        line += f"; interrupted (Ctrl-C): {_plural(len(result.unchecked), 'script')} not checked"
+        line += f"; {interrupted(result.stop)}: {_plural(len(result.unchecked), 'script')} not checked"
     return line + "."
 
 

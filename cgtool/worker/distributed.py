@@ -7,18 +7,19 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from typing import Any, Callable
 
+from cgtool.errors import interrupted
 from cgtool.model.job import Job
 from cgtool.model.ranks import DistReport
 from cgtool.model.report import Report
 from cgtool.worker import lifetime
 from cgtool.worker.launch import EventTail, LaunchOutcome, kill_tree, launch_env, launch_ranks, rank_result
 from cgtool.worker.merge import merge
+from cgtool.worker.start import python_command
 
 DDP_WARMUP = 11  # PyTorch's docs: at least 11 DDP-enabled warmup iterations before capture
 
@@ -60,7 +61,7 @@ def run_as_rank(job: Job, timeout: float,
         import json
 
         json.dump(job.to_json(), fh)
-    cmd = [sys.executable, "-m", "cgtool.worker.rank_child", job_path, run_dir]
+    cmd = python_command("cgtool.worker.rank_child", job_path, run_dir)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
                             env=dict(launch_env(job), CGTOOL_RANK_CHILD="1"))
@@ -78,7 +79,7 @@ def run_as_rank(job: Job, timeout: float,
             outcome.failure, outcome.message = "timeout", f"rank {rank} ran past its time limit of {timeout:g} s (--timeout) and was killed"
     except KeyboardInterrupt:
         kill_tree(proc, set())
-        outcome.failure, outcome.message = "interrupted", f"Interrupted ({lifetime.stop_name()})"
+        outcome.failure, outcome.message = "interrupted", interrupted(lifetime.stop_name(), sentence=True)
     tail.poll()
     lifetime.reaped(proc.pid)
     outcome.returncode = proc.returncode

@@ -13,6 +13,8 @@ import sys
 import threading
 import time
 
+from cgtool.errors import CTRL_C
+
 _PR_SET_CHILD_SUBREAPER = 36
 _workers: set[int] = set()  # pids of the workers (launchers) this process started and has not reaped
 _stopped_by: list[int] = []  # the signal that asked this process to stop (SIGTERM, SIGHUP)
@@ -157,10 +159,6 @@ def stop_on_signals() -> None:
 
 
 def stop_name() -> str:
-    """How this run was stopped, for messages: "Ctrl-C", "SIGTERM" or "SIGHUP"."""
-    return signal.Signals(_stopped_by[0]).name if _stopped_by else "Ctrl-C"
-
-
-def stop_exit_status(default: int) -> int:
-    """The exit status of an interrupted run: 128 + the signal's number, as shells report it (130 for Ctrl-C)."""
-    return 128 + _stopped_by[0] if _stopped_by else default
+    """How this run was stopped, for messages (errors.interrupted) and the exit status (errors.interrupted_status):
+    "Ctrl-C", "SIGTERM" or "SIGHUP"."""
+    return signal.Signals(_stopped_by[0]).name if _stopped_by else CTRL_C
