@@ -247,7 +247,7 @@ def test_observer_hooks_collect_and_restore():
             "skipping cudagraphs due to mutated inputs (1 instances). Found from : \n"
             '   File "/x/s.py", line 25, in forward\n    x.mul_(0.5)\n')
         for _ in range(2):
-            warnings.warn("Unable to hit fast path of CUDAGraphs because of pending, uninvoked backwards.")
+            warnings.warn("Unable to hit fast path of CUDAGraphs because of pending, uninvoked backwards.", stacklevel=1)
     assert logging.Logger.handle is handle and warnings.showwarning is show and cgt.cudagraphify_impl is impl
     events = events_from_records(obs.records) + events_from_warnings(obs.warnings)
     assert [(e.kind, e.reason) for e in events] == [

@@ -106,8 +106,8 @@ def _launches_of_last_step(steps: list[dict[str, Any]], launch_ts: dict[int, flo
         lo, hi = float(last.get("ts", 0)), float(last.get("ts", 0)) + float(last.get("dur", 0))
         wanted = sorted(c for c, ts in launch_ts.items() if lo <= ts <= hi)
     else:
-        wanted = sorted(launch_ts, key=launch_ts.get)
-    order = {c: i for i, c in enumerate(sorted(wanted, key=lambda c: launch_ts[c]))}
+        wanted = sorted(launch_ts, key=lambda c: launch_ts[c])
+    order: dict[int | None, int] = {c: i for i, c in enumerate(sorted(wanted, key=lambda c: launch_ts[c]))}
     acc: list[list[float]] = [[0, 0.0] for _ in order]
     for k in in_graph:
         i = order.get(_corr(k))
@@ -156,7 +156,7 @@ def replay_events(trace: dict[str, Any] | list[dict[str, Any]]) -> list[list[tup
             if corr in groups:
                 groups[corr].append(e)
     out = []
-    for corr in sorted(groups, key=launches.get):
+    for corr in sorted(groups, key=lambda c: launches[c]):
         ks = sorted(groups[corr], key=lambda e: float(e.get("ts", 0)))
         if ks:
             out.append([(str(k.get("name", "?")), str(k.get("cat")), float(k.get("dur", 0))) for k in ks])
@@ -177,7 +177,7 @@ def eager_events(trace: dict[str, Any] | list[dict[str, Any]]) -> tuple[list[tup
         if held is None or not (held[0] <= op[0] and op[1] <= held[1]):
             outer.append(op)
             last[op[2]] = op
-    calls = {}
+    calls: dict[int | None, tuple[float, Any]] = {}
     for e in events:
         if e.get("cat") in ("cuda_runtime", "cuda_driver"):
             corr = _corr(e)
@@ -187,8 +187,8 @@ def eager_events(trace: dict[str, Any] | list[dict[str, Any]]) -> tuple[list[tup
     for k in sorted((e for e in events if e.get("cat") in TIMED_CATS and e.get("ph") == "X"),
                     key=lambda e: float(e.get("ts", 0))):
         call = calls.get(_corr(k))
-        op = -1
+        owner = -1
         if call is not None:
-            op = next((i for i, o in enumerate(outer) if o[2] == call[1] and o[0] <= call[0] <= o[1]), -1)
-        rows.append((str(k.get("name", "?")), str(k.get("cat")), float(k.get("dur", 0)), op))
+            owner = next((i for i, o in enumerate(outer) if o[2] == call[1] and o[0] <= call[0] <= o[1]), -1)
+        rows.append((str(k.get("name", "?")), str(k.get("cat")), float(k.get("dur", 0)), owner))
     return rows, [o[1] - o[0] for o in outer]

@@ -124,8 +124,8 @@ def breaks_from_records(records: list[dict[str, Any]]) -> list[GraphBreak]:
     ...` / `User code traceback:`), merged by line and reason with a count."""
     import linecache
 
-    found: dict[tuple, GraphBreak] = {}
-    for r, message, m in _matching(records, "__graph_breaks", _BREAK_AT):
+    found: dict[tuple[str, int, str], GraphBreak] = {}
+    for _r, message, m in _matching(records, "__graph_breaks", _BREAK_AT):
         file, line = m.group(1).strip(), int(m.group(2))
         reason, detail = break_reason(message)
         trace = message.split("User code traceback:", 1)
@@ -205,7 +205,7 @@ def partition_events(records: list[dict[str, Any]]) -> list[CompiledEvent]:
 
 def merge(events: list[CompiledEvent]) -> list[CompiledEvent]:
     counts = Counter((e.kind, e.reason, e.frame) for e in events)
-    first: dict[tuple, CompiledEvent] = {}
+    first: dict[tuple[str, str, Frame | None], CompiledEvent] = {}
     for e in events:
         first.setdefault((e.kind, e.reason, e.frame), e)
     return [CompiledEvent(e.kind, e.reason, e.message, e.frame, counts[k]) for k, e in first.items()]

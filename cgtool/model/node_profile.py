@@ -176,7 +176,7 @@ def node_profile(graph: Graph, frames: Sequence[Frame], ops: Sequence[OpRecord],
             continue
         got = owner.get(node.id)
         op = ops[got[0]] if got is not None and 0 <= got[0] < len(ops) else None
-        if op is not None and not _same_op(op.name, got[1]):
+        if op is not None and got is not None and not _same_op(op.name, got[1]):
             op = None  # the tracer did not record this op (the index is its previous one)
         if got is None:
             reason = OUTSIDE_OPS

@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+from typing import NoReturn
 
 _PR_SET_CHILD_SUBREAPER = 36
 _workers: set[int] = set()  # pids of the workers (launchers) this process started and has not reaped
@@ -73,7 +74,7 @@ def kill_descendants(pid: int | None = None, rounds: int = 20) -> None:
         time.sleep(0.01)
 
 
-def exit_now(code: int) -> None:
+def exit_now(code: int) -> NoReturn:
     """End this process with `code` after its descendants: flush Python's streams, skip interpreter teardown (a
     half-stopped torch or NCCL can hang in it)."""
     kill_descendants()
