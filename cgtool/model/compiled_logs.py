@@ -233,18 +233,6 @@ def events_from_errors(errors: list[tuple[str, Frame | None]]) -> list[CompiledE
     return merge(out)
 
 
-def recorded_key(record: dict[str, Any]) -> str | None:
-    """The symint key of a `Recording cudagraph tree for symint key %s` record (the last argument: 2.11 has
-    (key,), 2.13 (compile_id, key)); "" for the record `... for graph without symints`; None otherwise."""
-    msg = str(record.get("msg", ""))
-    if "Recording cudagraph tree for symint key" in msg:
-        args = record.get("args") or []
-        return str(args[-1]) if isinstance(args, list) and args else str(record.get("message", "")).split()[-1]
-    if "Recording cudagraph tree for graph without symints" in msg:
-        return ""
-    return None
-
-
 def functions_from_tree(tree: dict[str, Any] | None, symint_keys: list[dict[str, Any]] | None) -> list[TreeFunction]:
     """Tree functions from the observer's tree state (capture/trees.py `tree_state`: functions with their graph
     ids, num_rerecord by graph → function) and the symint keys of each cudagraphify closure."""
