@@ -172,11 +172,11 @@ def eager_events(trace: dict[str, Any] | list[dict[str, Any]]) -> tuple[list[tup
                   for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"), key=lambda o: (o[0], -o[1]))
     outer: list[tuple[float, float, Any]] = []  # ops held by no other op on their thread
     last: dict[Any, tuple[float, float, Any]] = {}  # thread -> its latest outermost op
-    for op in ops:
-        held = last.get(op[2])
-        if held is None or not (held[0] <= op[0] and op[1] <= held[1]):
-            outer.append(op)
-            last[op[2]] = op
+    for span in ops:
+        held = last.get(span[2])
+        if held is None or not (held[0] <= span[0] and span[1] <= held[1]):
+            outer.append(span)
+            last[span[2]] = span
     calls: dict[int | None, tuple[float, Any]] = {}
     for e in events:
         if e.get("cat") in ("cuda_runtime", "cuda_driver"):
@@ -187,8 +187,8 @@ def eager_events(trace: dict[str, Any] | list[dict[str, Any]]) -> tuple[list[tup
     for k in sorted((e for e in events if e.get("cat") in TIMED_CATS and e.get("ph") == "X"),
                     key=lambda e: float(e.get("ts", 0))):
         call = calls.get(_corr(k))
-        owner = -1
+        op = -1
         if call is not None:
-            owner = next((i for i, o in enumerate(outer) if o[2] == call[1] and o[0] <= call[0] <= o[1]), -1)
-        rows.append((str(k.get("name", "?")), str(k.get("cat")), float(k.get("dur", 0)), owner))
+            op = next((i for i, o in enumerate(outer) if o[2] == call[1] and o[0] <= call[0] <= o[1]), -1)
+        rows.append((str(k.get("name", "?")), str(k.get("cat")), float(k.get("dur", 0)), op))
     return rows, [o[1] - o[0] for o in outer]

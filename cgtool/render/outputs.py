@@ -81,10 +81,8 @@ def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str],
     from cgtool.render.dot import graph_to_dot
     from cgtool.render.dot_file import render_source
 
-    graph = report.graph
-    assert graph is not None  # write_outputs calls this for a report with a graph
     # every node stays in graph.dot (folded where it repeats) so `cgtool dot graph.dot` reads it back whole
-    source = graph_to_dot(graph, max_nodes=max(len(graph.nodes), 1), lines=report.node_lines).source
+    source = graph_to_dot(report.graph, max_nodes=max(len(report.graph.nodes), 1), lines=report.node_lines).source
     dot_path = os.path.join(out_dir, "graph.dot")
     write_output(dot_path, source)
     written["graph.dot"] = dot_path
@@ -102,7 +100,6 @@ def _write_plan(report: Report, out_dir: str, written: dict[str, str]) -> None:
     """modules-plan.py: the module map's recommended set as code to paste (--modules, on a GPU)."""
     from cgtool.render.plan import plan_code
 
-    assert report.modules is not None  # write_outputs calls this for a report with a module map
     code = plan_code(report.modules, os.path.basename(report.script))
     if code:
         try:
@@ -115,7 +112,6 @@ def _write_piece_dots(report: Report, out_dir: str, written: dict[str, str]) -> 
     """graph-piece-N.dot for each piece whose CUDA graph was read (--piecewise)."""
     from cgtool.render.dot import graph_to_dot
 
-    assert report.piecewise is not None  # write_outputs calls this for a pieced step
     for piece in report.piecewise.pieces:
         if piece.graph is None:
             continue

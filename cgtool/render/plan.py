@@ -87,12 +87,17 @@ def put_back(modules, saved):
 '''
 
 
-def _planned(m: ModuleMap) -> list[tuple[ModuleEntry, CallSpec]]:
-    """The recommended set's entries (`m.graphed`) with their recorded calls, none when its graphed step was
-    checked against eager and differs (a plan must not be pasted then)."""
+def _planned(m: ModuleMap) -> list[ModuleEntry]:
+    """The recommended set's entries (`m.graphed`, with a recorded call), none when its graphed step was checked
+    against eager and differs (a plan must not be pasted then)."""
     if m.replay is not None and m.replay.status != "match":
         return []
-    return [(e, e.call) for e in m.modules if e.status == GRAPHED and e.path in m.graphed and e.call is not None]
+    return [e for e in m.modules if e.status == GRAPHED and e.path in m.graphed and e.call is not None]
+
+
+def _with_calls(entries: list[ModuleEntry]) -> list[tuple[ModuleEntry, CallSpec]]:
+    """Each planned entry with its recorded call (_planned keeps only entries that have one)."""
+    return [(e, e.call) for e in entries if e.call is not None]
 
 
 def plan_code(m: ModuleMap, script: str = "") -> str:
@@ -101,11 +106,11 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
     entries = _planned(m)
     if not entries:
         return ""
-    roots = sorted({e.path.split(".", 1)[0] for e, _ in entries})
+    roots = sorted({e.path.split(".", 1)[0] for e in entries})
     speed = f", measured {m.timings.speedup:.2f}× faster than eager" if m.timings is not None else ""
     match = {"match": "matches eager from identical state"}.get(m.replay.status if m.replay else "",
                                                                  "was not checked against eager")
-    lines = [f"# cgtool's plan{' for ' + script if script else ''}: graph {', '.join(f'`{e.path}`' for e, _ in entries)}"
+    lines = [f"# cgtool's plan{' for ' + script if script else ''}: graph {', '.join(f'`{e.path}`' for e in entries)}"
              f"{speed}; the step with them graphed {match}.",
              "# Paste after setup (model on the GPU, in the train()/eval() mode of the step) and before the loop.",
              "# Caveats: each graph holds the shapes, dtypes and layouts below (a call with others runs eagerly);",
@@ -113,10 +118,10 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
              "# state is saved before and put back after.",
              HELPER, "", f"_saved = [{{k: v.detach().clone() for k, v in m.state_dict().items()}} for m in "
              f"({', '.join(roots)},)]"]
-    for e, call in entries:
+    for e, call in _with_calls(entries):
         lines += _graph_call(e, call)
     lines += [f"put_back(({', '.join(roots)},), _saved)", "del _saved"]
-    unset = [e.path for e, call in entries if _has_unset(call)]
+    unset = [e.path for e, call in _with_calls(entries) if _has_unset(call)]
     if unset:
         lines.insert(5, "# Set the arguments marked `TODO` as your step passes them ("
                      + ", ".join(f"`{p}`" for p in unset) + ").")
@@ -126,7 +131,7 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
 def plan_calls(m: ModuleMap) -> list[str]:
     """The plan's graph_module(...) lines alone, for the console (the helper is in modules-plan.py)."""
     lines: list[str] = []
-    for e, call in _planned(m):
+    for e, call in _with_calls(_planned(m)):
         lines += _graph_call(e, call)
     return lines
 
