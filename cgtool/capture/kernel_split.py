@@ -106,8 +106,8 @@ def _launches_of_last_step(steps: list[dict[str, Any]], launch_ts: dict[int, flo
         lo, hi = float(last.get("ts", 0)), float(last.get("ts", 0)) + float(last.get("dur", 0))
         wanted = sorted(c for c, ts in launch_ts.items() if lo <= ts <= hi)
     else:
-        wanted = sorted(launch_ts, key=launch_ts.get)
-    order = {c: i for i, c in enumerate(sorted(wanted, key=lambda c: launch_ts[c]))}
+        wanted = sorted(launch_ts, key=lambda c: launch_ts[c])
+    order: dict[int | None, int] = {c: i for i, c in enumerate(sorted(wanted, key=lambda c: launch_ts[c]))}
     acc: list[list[float]] = [[0, 0.0] for _ in order]
     for k in in_graph:
         i = order.get(_corr(k))
@@ -156,7 +156,7 @@ def replay_events(trace: dict[str, Any] | list[dict[str, Any]]) -> list[list[tup
             if corr in groups:
                 groups[corr].append(e)
     out = []
-    for corr in sorted(groups, key=launches.get):
+    for corr in sorted(groups, key=lambda c: launches[c]):
         ks = sorted(groups[corr], key=lambda e: float(e.get("ts", 0)))
         if ks:
             out.append([(str(k.get("name", "?")), str(k.get("cat")), float(k.get("dur", 0))) for k in ks])
@@ -172,12 +172,12 @@ def eager_events(trace: dict[str, Any] | list[dict[str, Any]]) -> tuple[list[tup
                   for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"), key=lambda o: (o[0], -o[1]))
     outer: list[tuple[float, float, Any]] = []  # ops held by no other op on their thread
     last: dict[Any, tuple[float, float, Any]] = {}  # thread -> its latest outermost op
-    for op in ops:
-        held = last.get(op[2])
-        if held is None or not (held[0] <= op[0] and op[1] <= held[1]):
-            outer.append(op)
-            last[op[2]] = op
-    calls = {}
+    for span in ops:
+        held = last.get(span[2])
+        if held is None or not (held[0] <= span[0] and span[1] <= held[1]):
+            outer.append(span)
+            last[span[2]] = span
+    calls: dict[int | None, tuple[float, Any]] = {}
     for e in events:
         if e.get("cat") in ("cuda_runtime", "cuda_driver"):
             corr = _corr(e)

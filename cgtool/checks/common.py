@@ -131,6 +131,3 @@ def alignments(trace: Trace) -> Iterator[Alignment]:
         yield align(its[0], other)
 
 
-def frames_with(trace: Trace, names: frozenset[str] | set[str]) -> set[int]:
-    """Frames (per iteration-independent index) where an op of one of `names` ran on device data."""
-    return {op.frame for it in trace.iterations for op in it.ops if op.name in names and not op.host}

@@ -60,9 +60,9 @@ def check_streams(trace: Trace) -> list[Finding]:
             out += _replay(trace, it, evs, origin, gpu=False)
         elif it.phase == "capture":
             first = next((op for op in it.ops if op.capturing and op.frame >= 0), None)
-            origin = it.stream if it.stream is not None else (first.stream if first is not None else None)
-            if origin is not None:
-                out += _replay(trace, it, evs, origin, gpu=True)
+            capturing = it.stream if it.stream is not None else (first.stream if first is not None else None)
+            if capturing is not None:
+                out += _replay(trace, it, evs, capturing, gpu=True)
     return out
 
 

@@ -92,7 +92,7 @@ def suppression_problem(line: str) -> str | None:
     well formed or the line has none."""
     comment = _comment(line)
     start = None if comment is None else _START.search(comment)
-    if start is None:
+    if comment is None or start is None:
         return None
     text = comment[start.start():].strip()
     if parse_suppression(line) is None:

@@ -127,8 +127,8 @@ def breaks_from_records(records: list[dict[str, Any]]) -> list[GraphBreak]:
     ...` / `User code traceback:`), merged by line and reason with a count."""
     import linecache
 
-    found: dict[tuple, GraphBreak] = {}
-    for r, message, m in _matching(records, "__graph_breaks", _BREAK_AT):
+    found: dict[tuple[str, int, str], GraphBreak] = {}
+    for _r, message, m in _matching(records, "__graph_breaks", _BREAK_AT):
         file, line = m.group(1).strip(), int(m.group(2))
         reason, detail = break_reason(message)
         trace = message.split("User code traceback:", 1)
@@ -220,7 +220,7 @@ def partition_events(records: list[dict[str, Any]]) -> list[CompiledEvent]:
 
 def merge(events: list[CompiledEvent]) -> list[CompiledEvent]:
     counts = Counter((e.kind, e.reason, e.frame) for e in events)
-    first: dict[tuple, CompiledEvent] = {}
+    first: dict[tuple[str, str, Frame | None], CompiledEvent] = {}
     for e in events:
         first.setdefault((e.kind, e.reason, e.frame), e)
     return [replace(e, count=counts[k]) for k, e in first.items()]
@@ -246,18 +246,6 @@ def events_from_errors(errors: list[tuple[str, Frame | None]]) -> list[CompiledE
             out.append(CompiledEvent(OVERWRITTEN, "an output was read after a later call overwrote it",
                                      _short(text), frame or made))
     return merge(out)
-
-
-def recorded_key(record: dict[str, Any]) -> str | None:
-    """The symint key of a `Recording cudagraph tree for symint key %s` record (the last argument: 2.11 has
-    (key,), 2.13 (compile_id, key)); "" for the record `... for graph without symints`; None otherwise."""
-    msg = str(record.get("msg", ""))
-    if "Recording cudagraph tree for symint key" in msg:
-        args = record.get("args") or []
-        return str(args[-1]) if isinstance(args, list) and args else str(record.get("message", "")).split()[-1]
-    if "Recording cudagraph tree for graph without symints" in msg:
-        return ""
-    return None
 
 
 def functions_from_tree(tree: dict[str, Any] | None, symint_keys: list[dict[str, Any]] | None) -> list[TreeFunction]:

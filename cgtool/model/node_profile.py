@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cgtool.graph.model import Graph
-from cgtool.graph.node_align import TIMED_KINDS, ReplayTimes, event_key, match, node_key, timed_nodes
+from cgtool.graph.node_align import ReplayTimes, event_key, match, node_key, timed_nodes
 from cgtool.model.frame import Frame
 from cgtool.model.trace import OpRecord
 
@@ -171,12 +171,10 @@ def node_profile(graph: Graph, frames: Sequence[Frame], ops: Sequence[OpRecord],
     local = _FrameList()
     profile = NodeProfile(frames=local.frames)
     us = times.node_us if times is not None else {}
-    for node in graph.nodes:
-        if node.kind not in TIMED_KINDS:
-            continue
+    for node in timed_nodes(graph):
         got = owner.get(node.id)
         op = ops[got[0]] if got is not None and 0 <= got[0] < len(ops) else None
-        if op is not None and not _same_op(op.name, got[1]):
+        if op is not None and got is not None and not _same_op(op.name, got[1]):
             op = None  # the tracer did not record this op (the index is its previous one)
         if got is None:
             reason = OUTSIDE_OPS
@@ -230,9 +228,7 @@ def launch_profile(graph: Graph, found: dict[int, LaunchSource], times: ReplayTi
     local = _FrameList()
     profile = NodeProfile(frames=local.frames)
     us = times.node_us if times is not None else {}
-    for node in graph.nodes:
-        if node.kind not in TIMED_KINDS:
-            continue
+    for node in timed_nodes(graph):
         got = found.get(node.id)
         reason = NO_LAUNCH if got is None else (NO_STACK if got[1] is None and node.kind == "kernel" else "")
         if reason:

@@ -160,4 +160,4 @@ class Timings:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Timings:
-        return cls(**{f.name: d.get(f.name) for f in fields(cls) if f.name in d})
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})

@@ -132,9 +132,9 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
         from cgtool.pipeline.capture_job import new_report
         from cgtool.script.errors import error_record
 
-        report = new_report(job)
-        report.errors.append(error_record(progress.current or "init-process-group", exc))
-        result["report"] = report.to_json()
+        failed = new_report(job)
+        failed.errors.append(error_record(progress.current or "init-process-group", exc))
+        result["report"] = failed.to_json()
     result["wall_s"] = round(time.perf_counter() - t0, 3)
     path = os.path.join(run_dir, f"rank{rank}.json")
     with open(path + ".tmp", "w") as fh:

@@ -95,6 +95,11 @@ def _planned(m: ModuleMap) -> list[ModuleEntry]:
     return [e for e in m.modules if e.status == GRAPHED and e.path in m.graphed and e.call is not None]
 
 
+def _with_calls(entries: list[ModuleEntry]) -> list[tuple[ModuleEntry, CallSpec]]:
+    """Each planned entry with its recorded call (_planned keeps only entries that have one)."""
+    return [(e, e.call) for e in entries if e.call is not None]
+
+
 def plan_code(m: ModuleMap, script: str = "") -> str:
     """The code for the recommended set (`m.graphed`), '' when nothing is recommended or the set differs from
     eager; a set whose replay was not checked (--no-replay-check) gets the code with that said in its header."""
@@ -113,10 +118,10 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
              "# state is saved before and put back after.",
              HELPER, "", f"_saved = [{{k: v.detach().clone() for k, v in m.state_dict().items()}} for m in "
              f"({', '.join(roots)},)]"]
-    for e in entries:
-        lines += _graph_call(e, e.call)
+    for e, call in _with_calls(entries):
+        lines += _graph_call(e, call)
     lines += [f"put_back(({', '.join(roots)},), _saved)", "del _saved"]
-    unset = [e.path for e in entries if _has_unset(e.call)]
+    unset = [e.path for e, call in _with_calls(entries) if _has_unset(call)]
     if unset:
         lines.insert(5, "# Set the arguments marked `TODO` as your step passes them ("
                      + ", ".join(f"`{p}`" for p in unset) + ").")
@@ -126,8 +131,8 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
 def plan_calls(m: ModuleMap) -> list[str]:
     """The plan's graph_module(...) lines alone, for the console (the helper is in modules-plan.py)."""
     lines: list[str] = []
-    for e in _planned(m):
-        lines += _graph_call(e, e.call)
+    for e, call in _with_calls(_planned(m)):
+        lines += _graph_call(e, call)
     return lines
 
 

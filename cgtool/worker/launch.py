@@ -119,7 +119,8 @@ class EventTail:
     """Reads a rank's events file as it grows."""
 
     def __init__(self, path: str) -> None:
-        self.path, self.pos, self.events = path, 0, []
+        self.path, self.pos = path, 0
+        self.events: list[dict[str, Any]] = []
 
     def poll(self) -> list[dict[str, Any]]:
         try:

@@ -12,6 +12,7 @@ import signal
 import sys
 import threading
 import time
+from typing import NoReturn
 
 from cgtool.errors import CTRL_C
 
@@ -75,7 +76,7 @@ def kill_descendants(pid: int | None = None, rounds: int = 20) -> None:
         time.sleep(0.01)
 
 
-def exit_now(code: int) -> None:
+def exit_now(code: int) -> NoReturn:
     """End this process with `code` after its descendants: flush Python's streams, skip interpreter teardown (a
     half-stopped torch or NCCL can hang in it)."""
     kill_descendants()

@@ -165,11 +165,11 @@ def per_step_us(mod, states, rounds=15, steps=10):  # noqa: ANN001, ANN201
         for _ in range(3):
             mod.step(**state, **inp)
     best = [float("inf")] * len(states)
-    for r in range(rounds):
+    for _ in range(rounds):
         for j, state in enumerate(states):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            for s in range(steps):
+            for _ in range(steps):
                 mod.step(**state, **inp)
             torch.cuda.synchronize()
             best[j] = min(best[j], (time.perf_counter() - t0) / steps * 1e6)
