@@ -200,11 +200,27 @@ def _shutdown(pool: ThreadPoolExecutor) -> None:
 def lint_one(path: str, opts: LintOptions, entry: str | None = None,
              stop: threading.Event | None = None) -> ScriptResult | None:
     """Analyse one script in its own worker; None when Ctrl-C (or `stop`) ended the worker first."""
+    analysed = analyse(lint_job(path, opts, entry), opts, stop)
+    if analysed is None:
+        return None
+    report, world_of_one = analysed
+    return script_result(path, report, opts, world_of_one)
+
+
+def lint_job(path: str, opts: LintOptions, entry: str | None = None, settings: dict[str, object] | None = None) -> Job:
+    """The worker job lint runs for one script (`settings`: more of them, e.g. cgtool.check's setup_fn/inputs_fn)."""
+    return Job(CAPTURE, os.path.abspath(path), entry or opts.entry, force_cpu=opts.force_cpu,
+               settings={"warmup": opts.warmup, "timing": False, "checks": True, "replay_check": True,
+                         **(settings or {})})
+
+
+def analyse(job: Job, opts: LintOptions, stop: threading.Event | None = None) -> tuple[Report, bool] | None:
+    """lint's analysis of one job: its complete report (a failed capture completed by the CPU analysis of the whole
+    step) and whether the script, written for ranks, ran as a world of one; None when Ctrl-C (or `stop`) ended it.
+    `lint` and `cgtool.check` both come through here."""
     from cgtool.worker.client import report_from_outcome, run_job
     from cgtool.worker.whole_step import complete_report
 
-    job = Job(CAPTURE, os.path.abspath(path), entry or opts.entry, force_cpu=opts.force_cpu,
-              settings={"warmup": opts.warmup, "timing": False, "checks": True, "replay_check": True})
     world_of_one = not opts.nproc and written_for_ranks(job.script)
     if opts.nproc or world_of_one:  # a script written for ranks runs as a world of one in a plain lint
         from cgtool.worker.distributed import lint_report
@@ -214,14 +230,14 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
             report = complete_report(job, report, opts.timeout, stop, world_of_one=True)
         if report is None or (stop is not None and stop.is_set()):
             return None
-        return script_result(path, report, opts, world_of_one)
+        return report, world_of_one
     outcome = run_job(job, opts.timeout, stop=stop)
     if outcome.failure == "interrupted":
         return None
     report = complete_report(job, report_from_outcome(job, outcome), opts.timeout, stop)
     if stop is not None and stop.is_set():
         return None
-    return script_result(path, report, opts)
+    return report, False
 
 
 def script_result(path: str, report: Report, opts: LintOptions, world_of_one: bool = False) -> ScriptResult:
