@@ -32,6 +32,7 @@ class LintOptions:
     force_cpu: bool = False
     jobs: int = 1
     nproc: int = 0  # > 0: each script on this many ranks (cgtool/worker/distributed.py)
+    scripts_only: bool = False  # --scripts-only: files given that define no entry are passed over (pre-commit)
 
 
 def defines_function(path: str, name: str) -> bool:
@@ -44,9 +45,10 @@ def defines_function(path: str, name: str) -> bool:
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in tree.body)
 
 
-def find_scripts(paths: Sequence[str], entry: str) -> list[tuple[str, str]]:
-    """(script, entry) pairs: files as given (`script.py:fn` names the entry of that file); folders
-    searched recursively for .py files that define the entry function."""
+def find_scripts(paths: Sequence[str], entry: str, scripts_only: bool = False) -> list[tuple[str, str]]:
+    """(script, entry) pairs: files as given (`script.py:fn` names the entry of that file; with `scripts_only`, only
+    those that define their entry function, as in a folder); folders searched recursively for .py files that
+    define the entry function."""
     from cgtool.script.contract import parse_target
 
     found: list[tuple[str, str]] = []
@@ -55,7 +57,9 @@ def find_scripts(paths: Sequence[str], entry: str) -> list[tuple[str, str]]:
         if not os.path.exists(path):
             raise CgtoolError(f"No such file or folder: {path}", ExitCode.USAGE)
         if os.path.isfile(path):
-            found.append((path, own_entry if path != target else entry))
+            fn = own_entry if path != target else entry
+            if not scripts_only or defines_function(path, fn):
+                found.append((path, fn))
             continue
         if not os.path.isdir(path):
             raise CgtoolError(f"{path} is not a regular file (a FIFO, socket or device); give a Python script.",
@@ -110,7 +114,9 @@ def lint_paths(paths: Sequence[str], opts: LintOptions, on_progress: Progress | 
     thread). Ctrl-C stops the workers under way and returns what finished, with `interrupted` set."""
     from cgtool import __version__
 
-    scripts = find_scripts(paths, opts.entry)
+    scripts = find_scripts(paths, opts.entry, opts.scripts_only)
+    if not scripts and opts.scripts_only:  # pre-commit passed no script: nothing to check is a pass
+        return LintResult(scripts=[], version=__version__)
     if not scripts:
         raise CgtoolError(f"No scripts with a `{opts.entry}()` function under {', '.join(paths)}.", ExitCode.USAGE)
     done: dict[int, ScriptResult] = {}

@@ -16,7 +16,7 @@ from cgtool.model.finding import Finding
 LINT_SCHEMA_VERSION = 1
 
 # The output formats of `cgtool lint`; cgtool/render/lint_formats.py has a renderer for each.
-LINT_FORMATS = ("text", "json", "sarif", "github", "junit")
+LINT_FORMATS = ("text", "json", "sarif", "github", "junit", "gitlab")
 
 # ScriptResult.status values
 ANALYSED = "analysed"  # the analysis ran; findings (possibly none) are complete for this device
