@@ -1,7 +1,8 @@
 """Write a capture's output folder, each file atomically (render/files.py): report.json, graph.dot,
-graph.driver.dot, graph.svg, graph-piece-N.dot per piece of a pieced step (--piecewise), modules-plan.py (the module
-map's recommended set as code to paste, --modules), and torch.compile's
-graphs (graph.dot, graph-2.dot, ... in the driver's DOT) for a compiled step."""
+graph.driver.dot, graph.svg, timeline.json (the profiled replays and eager step as a Chrome trace),
+graph-piece-N.dot per piece of a pieced step (--piecewise), modules-plan.py (the module map's recommended set as
+code to paste, --modules), and torch.compile's graphs (graph.dot, graph-2.dot, ... in the driver's DOT) for a
+compiled step."""
 
 from __future__ import annotations
 
@@ -62,6 +63,7 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True) -> None
             _write_graph_pictures(report, out_dir, written, render_svg, t0)
         except CgtoolError as exc:  # e.g. the graphviz package missing: the report must still be written
             report.skipped.append(f"graph.dot: {exc.message}")
+    _write_timeline(report, out_dir, written)
     if report.piecewise is not None:
         _write_piece_dots(report, out_dir, written)
     if report.modules is not None:
@@ -94,6 +96,18 @@ def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str],
             written["graph.svg"] = svg_path
         except CgtoolError as exc:
             report.skipped.append(f"graph.svg: {exc.message}")
+
+
+def _write_timeline(report: Report, out_dir: str, written: dict[str, str]) -> None:
+    """timeline.json: the profiled replays and eager step as a Chrome trace (Perfetto, chrome://tracing)."""
+    from cgtool.render.timeline import has_timeline, render_timeline
+
+    if not has_timeline(report):
+        return
+    try:
+        written["timeline.json"] = write_output(os.path.join(out_dir, "timeline.json"), render_timeline(report))
+    except CgtoolError as exc:
+        report.skipped.append(f"timeline.json: {exc.message}")
 
 
 def _write_plan(report: Report, out_dir: str, written: dict[str, str]) -> None:
