@@ -4,8 +4,9 @@ fingerprint, severity, location.path, location.lines.begin), for a job's `artifa
 Paths are relative to `base_dir` (the repository root the job runs in). A fingerprint names the issue, not its
 line: the rule, the file, the function, the line's text and the message (and a count among issues alike), so an
 issue keeps its fingerprint when code above it moves and GitLab's merge-request widget does not show it as new.
-A script that could not be analysed is a blocker issue at its first line; rules that could not run on this
-machine are no issues (they are in the text and SARIF outputs)."""
+A script that could not be analysed is a blocker issue at its first line, a script an interrupted run did not
+reach an info issue; rules that could not run on this machine are no issues (they are in the text and SARIF
+outputs)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from cgtool.render.paths import display_path
 
 SEVERITIES = {"error": "critical", "warning": "minor", "info": "info"}  # GitLab's: info minor major critical blocker
 ANALYSIS_ERROR = "cgtool/analysis-error"  # check_name of a script cgtool could not analyse
+NOT_CHECKED = "cgtool/not-checked"  # check_name of a script an interrupted run did not reach
 
 
 def render_gitlab(result: LintResult, *, base_dir: str | Path | None = None) -> str:
@@ -37,6 +39,10 @@ def render_gitlab(result: LintResult, *, base_dir: str | Path | None = None) -> 
             for message in script.errors or ["could not be analysed"]:
                 issues.append(_issue(f"cgtool could not analyse this script: {message}", ANALYSIS_ERROR, "blocker",
                                      path, 1, (ANALYSIS_ERROR, path, message), seen))
+    for unchecked in result.unchecked if result.interrupted else ():
+        path = display_path(unchecked, base_dir)
+        issues.append(_issue("not checked: the run was interrupted (Ctrl-C)", NOT_CHECKED, "info", path, 1,
+                             (NOT_CHECKED, path), seen))
     return json.dumps(issues, indent=2) + "\n"
 
 
