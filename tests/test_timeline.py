@@ -42,6 +42,8 @@ def test_replays_are_launches_and_their_kernels_each_tied_to_its_node():
          "args": {"correlation": 5, "stream": 9}},
         {"ph": "X", "cat": "kernel", "name": "gemm", "ts": 210, "dur": 8, "tid": 7, "args": {"correlation": 6, "stream": 7}},
         {"ph": "X", "cat": "kernel", "name": "eager", "ts": 50, "dur": 1, "tid": 7, "args": {"correlation": 2}},
+        {"ph": "X", "cat": "cuda_driver", "name": "cuGraphLaunch", "ts": 201, "dur": 2, "tid": 3,
+         "args": {"correlation": 8}},  # the driver's call under the runtime's: no kernel carries its id
     ]}
     got = replay_slices(graph, trace)
     assert [(s.name, s.ts, s.lane, s.node, s.run) for s in got] == [

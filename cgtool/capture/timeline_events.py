@@ -59,8 +59,10 @@ def _nodes_of(graph: Graph, gpu: Sequence[dict[str, Any]]) -> list[int]:
 def replay_slices(graph: Graph, trace: Trace) -> list[Slice]:
     """Each graph launch (its CPU call) and the GPU events it launched, replay by replay, in launch order."""
     events = _events(trace)
+    ran = {correlation(e) for e in events if e.get("cat") in TIMED_CATS}
+    # a launch call whose correlation no GPU event carries (a driver call under the runtime's) is no replay
     launches = sorted((e for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver")
-                       and is_graph_launch(str(e.get("name", ""))) and correlation(e) is not None),
+                       and is_graph_launch(str(e.get("name", ""))) and correlation(e) in ran - {None}),
                       key=lambda e: float(e.get("ts", 0)))
     run_of = {correlation(e): i for i, e in enumerate(launches)}
     gpu = [e for e in events if e.get("cat") in TIMED_CATS and correlation(e) in run_of]
