@@ -10,7 +10,6 @@ from typing import Any
 
 from cgtool.api.report import CheckReport
 from cgtool.api.target import resolve
-from cgtool.errors import CgtoolError, ExitCode
 
 
 def check(target: str | os.PathLike[str] | Callable[..., Any], *, entry: str | None = None,
@@ -42,8 +41,8 @@ def check(target: str | os.PathLike[str] | Callable[..., Any], *, entry: str | N
                        ignore=normalize_patterns(_ids(ignore), "ignore") if ignore else config.ignore,
                        force_cpu=cpu)
     analysed = analyse(lint_job(found.path, opts, found.entry, found.settings), opts)
-    if analysed is None:
-        raise CgtoolError("cgtool.check was interrupted (Ctrl-C) before the analysis finished.", ExitCode.INTERRUPTED)
+    if analysed is None:  # Ctrl-C: the worker was stopped; the caller (pytest, a notebook) stops as Python does
+        raise KeyboardInterrupt("cgtool.check was interrupted before the analysis finished")
     report, world_of_one = analysed
     shown = os.path.relpath(found.path) if not os.path.relpath(found.path).startswith("..") else found.path
     return CheckReport(report, script_result(shown, report, opts, world_of_one), __version__)
