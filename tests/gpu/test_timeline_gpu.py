@@ -37,6 +37,8 @@ def test_capture_writes_a_timeline_with_every_kernel_named_by_node_line_and_modu
     replayed = [e for e in slices if e["pid"] == 1 and e["cat"] == "kernel"]
     # every kernel of every profiled replay is there, tied to a node of the graph
     assert len(replayed) == replays * kernels, (len(replayed), replays, kernels)
+    unmatched = [e["name"] for e in replayed if "node" not in e["args"]]
+    assert not unmatched, unmatched[:5]
     assert all(e["name"].startswith(f"node {e['args']['node']} · ") for e in replayed)
     named = [e for e in replayed if "line" in e["args"]
              and f" · {os.path.basename(e['args']['line'])}" in e["name"]]  # the user's line, as file.py:N
