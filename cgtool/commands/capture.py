@@ -51,6 +51,8 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
       report.json        versioned report: environment, graph, replay check, timings, findings, errors
       graph.dot          cgtool's picture of the graph (graph.svg too when Graphviz `dot` is installed)
       graph.driver.dot   the CUDA driver's verbose dump (cudaGraphDebugDotPrint)
+      timeline.json      the profiled replays and eager step as a Chrome trace (Perfetto, chrome://tracing),
+                         each kernel named by its graph node, line and module (not with --no-node-lines)
       graph-piece-N.dot  with --piecewise: each piece's graph
       modules-plan.py    with --modules: the recommended set as plain PyTorch to paste
 

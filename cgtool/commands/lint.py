@@ -30,9 +30,12 @@ from cgtool.model.lint_result import LINT_FORMATS
                    "file: its output goes beside it, as NAME.failed.EXT.")
 @click.option("--nproc-per-node", "nproc", type=Number("nproc"), default=None, metavar="N",
               help="Analyse each script on N ranks (torch.distributed.run) and add the cross-rank checks (CG6xx).")
+@click.option("--scripts-only", is_flag=True,
+              help="Pass over the files given that define no entry function (read, not imported), as a folder "
+                   "search does; none left is a pass. For pre-commit, which passes every changed .py file.")
 def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignore: tuple[str, ...], entry: str,
          warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int | None, output: str | None,
-         nproc: int | None) -> None:
+         nproc: int | None, scripts_only: bool) -> None:
     """Check scripts (files, `script.py:fn`, or folders searched for scripts with a step()) for what
     breaks capture.
 
@@ -77,7 +80,8 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     ign = normalize_patterns(_split(ignore), "--ignore") if ignore else config.ignore
     warm = warmup if warmup is not None else config.warmup if config.warmup is not None else 3
     opts = LintOptions(entry=entry, warmup=warm, timeout=timeout or config.timeout or 300.0,
-                       select=sel, ignore=ign, force_cpu=force_cpu, jobs=jobs or default_jobs(), nproc=nproc or 0)
+                       select=sel, ignore=ign, force_cpu=force_cpu, jobs=jobs or default_jobs(), nproc=nproc or 0,
+                       scripts_only=scripts_only)
     from cgtool.render.lint_formats import render_lint
     from cgtool.render.lint_progress import lint_progress
 

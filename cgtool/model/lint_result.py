@@ -18,7 +18,7 @@ LINT_SCHEMA_VERSION = 2  # 2: findings as in report.json schema 3 (`reason`, `ki
 READABLE_LINT_SCHEMAS = (1, 2)
 
 # The output formats of `cgtool lint`; cgtool/render/lint_formats.py has a renderer for each.
-LINT_FORMATS = ("text", "json", "sarif", "github", "junit")
+LINT_FORMATS = ("text", "json", "sarif", "github", "junit", "gitlab")
 
 # ScriptResult.status values
 ANALYSED = "analysed"  # the analysis ran; findings (possibly none) are complete for this device

@@ -10,6 +10,7 @@ from typing import Any
 from cgtool.graph.model import Graph
 from cgtool.graph.node_align import ReplayTimes, event_key, match, node_key, timed_nodes
 from cgtool.model.frame import Frame
+from cgtool.model.timeline import Timeline
 from cgtool.model.trace import OpRecord
 
 CAPTURE = "capture"  # NodeSource.how: the node count of the capturing graph around each traced op (exact)
@@ -98,6 +99,7 @@ class NodeProfile:
     kernels: int = 0  # kernel nodes of the graph
     kernels_mapped: int = 0  # of them, with a user line
     eager: list[EagerLine] = field(default_factory=list)  # launch-bound lines, most CPU time over replay first
+    timeline: Timeline | None = None  # the profiled replays and eager step, event by event (timeline.json)
 
     @property
     def timed_us(self) -> float:
@@ -134,14 +136,16 @@ class NodeProfile:
                 "unmapped": dict(self.unmapped), "replays": self.replays, "replay_us": round(self.replay_us, 3),
                 "timed_us": round(self.timed_us, 3), "unmatched_events": self.unmatched_events,
                 "kernels": self.kernels, "kernels_mapped": self.kernels_mapped,
-                "eager_lines": [e.to_json() for e in self.eager]}
+                "eager_lines": [e.to_json() for e in self.eager],
+                **({"timeline": self.timeline.to_json()} if self.timeline is not None else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> NodeProfile:
         return cls([Frame.from_json(f) for f in d.get("frames", ())], [NodeSource.from_json(n) for n in d.get("nodes", ())],
                    dict(d.get("unmapped", {})), int(d.get("replays", 0)), float(d.get("replay_us", 0.0)),
                    int(d.get("unmatched_events", 0)), int(d.get("kernels", 0)), int(d.get("kernels_mapped", 0)),
-                   [EagerLine.from_json(e) for e in d.get("eager_lines", ())])
+                   [EagerLine.from_json(e) for e in d.get("eager_lines", ())],
+                   Timeline.from_json(d["timeline"]) if d.get("timeline") else None)
 
 
 # One row per aten op seen while capturing: (index of the traced op, op name, node count before, after, module path)

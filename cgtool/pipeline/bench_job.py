@@ -15,7 +15,7 @@ from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.pipeline.environment import environment
 from cgtool.pipeline.machine_cache import best_probe_us, remember_probe_us
-from cgtool.script.contract import ScriptExit, ScriptRaised, load_script
+from cgtool.script.contract import ScriptExit, ScriptRaised, contract_names, load_script
 from cgtool.script.errors import error_record
 
 
@@ -25,7 +25,7 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
     shared = None
     try:
         progress.phase("load", job.script)
-        script = load_script(job.script, job.entry)
+        script = load_script(job.script, job.entry, *contract_names(job.settings))
         import torch
 
         if not torch.cuda.is_available():

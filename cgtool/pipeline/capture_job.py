@@ -10,7 +10,7 @@ from cgtool.model.job import Job
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, ErrorRecord, Report
 from cgtool.model.report_parts import HIGHER_ORDER_OP, TRACER_STOPPED, Skip
-from cgtool.script.contract import Script, ScriptExit, ScriptRaised, load_script
+from cgtool.script.contract import Script, ScriptExit, ScriptRaised, contract_names, load_script
 from cgtool.script.errors import error_record
 from cgtool.script.frames import user_frames_of_traceback
 
@@ -38,7 +38,7 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
         # CPU compiled code is built with dynamo's "eager" backend: graph breaks without inductor
         with CompileWatch(backend=None if on_gpu else "eager") as watch:
             progress.phase("load", report.script)
-            script = load_script(report.script, report.entry)
+            script = load_script(report.script, report.entry, *contract_names(job.settings))
             report.environment = environment()
             watch.phase = "setup"
             if not on_gpu:

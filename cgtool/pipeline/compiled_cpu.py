@@ -39,7 +39,7 @@ def run_compiled_on_cpu(script: Script, settings: dict[str, Any], report: Report
 
     before = dynamo_graphs()
     try:
-        again = load_script(script.path, script.entry)
+        again = load_script(script.path, script.entry, *script.names)
         phase = "setup"
         state = again.call_setup(device)
         watch.phase = "step"

@@ -100,6 +100,7 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
     With `script`, one profiled eager step gives the lines whose eager time was mostly launch overhead."""
     import time
 
+    from cgtool.capture.kernel_split import replay_events
     from cgtool.capture.replay_profile import profile_replays
     from cgtool.graph.node_align import replay_times
     from cgtool.model.node_profile import node_profile, rows_from_ops
@@ -108,24 +109,33 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
     it = next((it for it in reversed(trace.iterations) if it.phase == "capture"), None)
     ops = it.ops if it is not None else []
     paths = modules.of_ops(it.index, len(ops)) if modules is not None and it is not None else []
+    replays = eager = None
     try:
-        times = replay_times(graph, profile_replays(captured.graph))
+        replays = profile_replays(captured.graph)
+        times = replay_times(graph, replay_events(replays))
     except Exception as exc:  # noqa: BLE001 - the profiler is optional to everything else
         report.skipped.append(Skip(PROFILER_FAILED, (
                 f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")))
         times = None
     profile = node_profile(graph, trace.frames, ops, rows_from_ops(ops, len(graph.nodes), paths), times)
     if script is not None and times is not None:
+        from cgtool.capture.kernel_split import eager_events
         from cgtool.capture.replay_profile import profile_eager_step
         from cgtool.model.node_profile import eager_lines
 
         try:
-            kernels, cpu_us = profile_eager_step(lambda: script.call_step(captured.state, captured.static_inputs),
-                                                 captured.stream)
+            eager = profile_eager_step(lambda: script.call_step(captured.state, captured.static_inputs),
+                                       captured.stream)
+            kernels, cpu_us = eager_events(eager)
             profile.eager = eager_lines(profile, graph, kernels, cpu_us)
         except Exception as exc:  # noqa: BLE001 - the eager comparison is optional to everything else
+            eager = None
             report.skipped.append(Skip(PROFILER_FAILED, f"eager versus replay per line: the profiled eager step failed "
                                   f"({type(exc).__name__}: {exc})"))
+    if times is not None:  # timeline.json: the same profiles, event by event
+        from cgtool.capture.timeline_events import timeline
+
+        profile.timeline = timeline(graph, replays, eager)
     report.settings["node_lines_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
     return profile
 

@@ -1,7 +1,8 @@
 """Write a capture's output folder, each file atomically (render/files.py): report.json, graph.dot,
-graph.driver.dot, graph.svg, graph-piece-N.dot per piece of a pieced step (--piecewise), modules-plan.py (the module
-map's recommended set as code to paste, --modules), and torch.compile's
-graphs (graph.dot, graph-2.dot, ... in the driver's DOT) for a compiled step.
+graph.driver.dot, graph.svg, timeline.json (the profiled replays and eager step as a Chrome trace),
+graph-piece-N.dot per piece of a pieced step (--piecewise), modules-plan.py (the module map's recommended set as
+code to paste, --modules), and torch.compile's graphs (graph.dot, graph-2.dot, ... in the driver's DOT) for a
+compiled step.
 
 The names are cgtool's: a symlink there is replaced, never written through (write_output's follow_links=False).
 A run that did not complete (run_complete: failed, timed out, interrupted) writes each file that already exists
@@ -111,6 +112,7 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True, complet
             _write_graph_pictures(report, put, written, render_svg, t0)
         except CgtoolError as exc:  # e.g. the graphviz package missing: the report must still be written
             report.skipped.append(Skip(OUTPUT_FILE, f"graph.dot: {exc.message}"))
+    _write_timeline(report, put, written)
     if report.piecewise is not None:
         _write_piece_dots(report, put, written)
     if report.modules is not None:
@@ -142,6 +144,18 @@ def _write_graph_pictures(report: Report, put: Put, written: dict[str, str], ren
             written["graph.svg"] = put("graph.svg", render_source(source, "svg"))
         except CgtoolError as exc:
             report.skipped.append(Skip(OUTPUT_FILE, f"graph.svg: {exc.message}"))
+
+
+def _write_timeline(report: Report, put: Put, written: dict[str, str]) -> None:
+    """timeline.json: the profiled replays and eager step as a Chrome trace (Perfetto, chrome://tracing)."""
+    from cgtool.render.timeline import has_timeline, render_timeline
+
+    if not has_timeline(report):
+        return
+    try:
+        written["timeline.json"] = put("timeline.json", render_timeline(report))
+    except CgtoolError as exc:
+        report.skipped.append(Skip(OUTPUT_FILE, f"timeline.json: {exc.message}"))
 
 
 def _write_plan(report: Report, put: Put, written: dict[str, str]) -> None:

@@ -69,6 +69,8 @@ class Script:
     setup: Callable[..., Any] | None
     inputs: Callable[..., Any] | None
     module: Any
+    # the names setup and inputs were looked up by (None: none): a reload of the script (compiled_timing) uses them
+    names: tuple[str | None, str | None] = ("setup", "inputs")
 
     def call_setup(self, device: Any, size: int | None = None) -> Args:
         if self.setup is None:
@@ -203,8 +205,15 @@ def _encoding_problem(msg: str) -> str:
     return "bytes that are not valid UTF-8"
 
 
-def load_script(path: str, entry: str = "step") -> Script:
-    """Import the script as a fresh module and resolve its contract functions."""
+def contract_names(settings: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The names of setup and inputs a job asks for (Job.settings `setup_fn`, `inputs_fn`; cgtool.check with a
+    step callable sets them): "setup" and "inputs" by default, None for none."""
+    return settings.get("setup_fn", "setup"), settings.get("inputs_fn", "inputs")
+
+
+def load_script(path: str, entry: str = "step", setup: str | None = "setup", inputs: str | None = "inputs") -> Script:
+    """Import the script as a fresh module and resolve its contract functions: `entry`, and setup and inputs by the
+    names given (None: the script has none; a name other than the default must exist)."""
     code = compile_script(path)
     path = os.path.abspath(path)
     name = "cgtool_user_" + "".join(c if c.isalnum() else "_" for c in os.path.splitext(os.path.basename(path))[0])
@@ -221,19 +230,21 @@ def load_script(path: str, entry: str = "step") -> Script:
         raise ScriptRaised("load", exc) from None
 
     step = _entry_function(module, path, entry_name(entry))
-    setup = getattr(module, "setup", None)
-    inputs = getattr(module, "inputs", None)
-    for label, fn in (("setup", setup), ("inputs", inputs)):
-        if fn is not None and not callable(fn):
-            raise CgtoolError(f"{path}: `{label}` is not a function.\n\n{CONTRACT}")
+    fns = {}
+    for label, fn_name, default in (("setup", setup, "setup"), ("inputs", inputs, "inputs")):
+        fns[label] = None if fn_name is None else getattr(module, fn_name, None)
+        if fn_name is not None and fn_name != default and fns[label] is None:
+            raise CgtoolError(f"{path} has no function `{fn_name}()` (asked for as {label}).\n\n{CONTRACT}")
+        if fns[label] is not None and not callable(fns[label]):
+            raise CgtoolError(f"{path}: `{fn_name}` is not a function.\n\n{CONTRACT}")
     import inspect
 
-    for label, fn in ((entry, step), ("setup", setup), ("inputs", inputs)):
+    for label, fn in ((entry, step), (setup or "", fns["setup"]), (inputs or "", fns["inputs"])):
         if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
             raise CgtoolError(f"{path}: `{label}` is `async def`; cgtool calls it as a plain function, so its body "
                               f"would never run. Make it a plain `def` (a CUDA graph captures synchronous work)."
                               f"\n\n{CONTRACT}")
-    return Script(path, entry, step, setup, inputs, module)
+    return Script(path, entry, step, fns["setup"], fns["inputs"], module, (setup, inputs))
 
 
 def _entry_function(module: Any, path: str, entry: str) -> Callable[..., Any]:
