@@ -18,6 +18,7 @@ COMMANDS = {
     "lint": "cgtool.commands.lint:lint",
     "bench": "cgtool.commands.bench:bench",
     "dot": "cgtool.commands.dot:dot",
+    "report": "cgtool.commands.report:report",
 }
 
 
@@ -45,6 +46,7 @@ def cli() -> None:
       cgtool lint PATH...        the capture checks as a CI gate (works without a GPU)
       cgtool bench script.py     careful eager-versus-replay measurement
       cgtool dot FILE            summarize, render or diff a captured graph (no torch needed)
+      cgtool report FILE.json    any saved report as one self-contained HTML page
     """
 
 

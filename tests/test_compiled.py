@@ -263,5 +263,7 @@ def test_tree_graph_dots_are_copied_to_the_output_folder(tmp_path):
     rep = Report(script="s.py", entry="step", status="compiled", device="cuda", compiled=run_from_probe(
         "clean_training__default"), outputs={n: str(work / n) for n in ("graph.dot", "graph-2.dot")})
     write_outputs(rep, str(out), render_svg=False)
-    assert sorted(rep.outputs) == ["graph-2.dot", "graph.dot", "report.json"]
+    assert sorted(rep.outputs) == ["graph-2.dot", "graph.dot", "report.html", "report.json"]
     assert (out / "graph-2.dot").read_text().startswith("digraph")
+    page = (out / "report.html").read_text()  # the trees' functions, as the HTML report lists them
+    assert "CUDAGraph Trees" in page and all(f.name in page for f in rep.compiled.functions)

@@ -21,8 +21,10 @@ def test_write_outputs_writes_every_file_atomically(tmp_path):
     prepare_out_dir(str(out))
     write_outputs(report, str(out))
     names = sorted(os.listdir(out))
-    expected = ["graph.dot", "graph.driver.dot", "report.json"] + (["graph.svg"] if shutil.which("dot") else [])
+    expected = ["graph.dot", "graph.driver.dot", "report.html", "report.json"] + (["graph.svg"] if shutil.which("dot") else [])
     assert names == sorted(expected)  # nothing half-written or temporary left behind
+    page = (out / "report.html").read_text()
+    assert "/x/s.py" in page and f'{len(sample_graph().nodes)} nodes' in page
     data = json.loads((out / "report.json").read_text())
     assert set(data["outputs"]) == set(expected)
     back = read_graph_file(str(out / "graph.dot"))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -81,6 +82,8 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the bench JSON here (a failed or interrupted run never replaces an existing file: it writes "
                    "NAME.failed.json beside it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the bench JSON on stdout instead of tables.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the HTML report here [default: beside --out's JSON, as NAME.html] (docs/html.md).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict (and problems).")
 @nproc_option
 def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s: float, ci_pct: float,
@@ -88,7 +91,7 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
           batch_range: tuple[int, int] | None, memory_budget: int | None, max_sizes: int | None,
           plot_path: str | None, baseline: str | None,
           fail_if_slower: float | None, piecewise: bool, modules_depth: int | None, out_file: str | None, as_json: bool,
-          quiet: bool, nproc: int | None) -> None:
+          html_path: str | None, quiet: bool, nproc: int | None) -> None:
     """Measure eager steps against graph replays of TARGET (script.py or script.py:function).
 
     \b
@@ -135,7 +138,7 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     if wants_distributed(nproc):
         job = make_job("capture", target, entry, warmup, settings={
             "replay_check": False, "checks": False, "timing": True, "timing_per_block": iters or 50})
-        capture_distributed(job, nproc, timeout, None, as_json, quiet)
+        capture_distributed(job, nproc, timeout, None, as_json, quiet, html_path)
 
     histogram = _histogram(histogram_file, batch_range, sizes)
     if fail_if_slower is not None and not baseline:
@@ -148,11 +151,16 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     from cgtool.script.contract import parse_target
 
     script = parse_target(target, entry)[0]
-    for path, option in ((out_file, "--out"), (plot_path, "--plot")):
+    if html_path and (piecewise or modules_depth is not None):
+        raise CgtoolError("--html draws a plain bench run; with --piecewise or --modules use `cgtool capture "
+                          "--piecewise/--modules` (its report.html shows the pieces and the module map).", ExitCode.USAGE)
+    if not (piecewise or modules_depth is not None):
+        html_path = html_path or html_beside(out_file)
+    for path, option in ((out_file, "--out"), (plot_path, "--plot"), (html_path, "--html")):
         if path:
             check_writable(path, option)
             refuse_input(path, option, {script: "the script", **({baseline: "the --compare baseline"} if baseline else {}),
-                                        **({out_file: "the --out file"} if option == "--plot" and out_file else {})})
+                                        **({out_file: "the --out file"} if option in ("--plot", "--html") and out_file else {})})
     if piecewise or modules_depth is not None:
         from cgtool.commands.bench_partial import bench_partial
 
@@ -172,7 +180,15 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
         total_timeout = max(timeout, 60.0 + len(sizes or [None]) * (per_size + 30.0))  # room for every size
     report, outcome = _run(job, total_timeout, show=not (as_json or quiet))
     plan = None if histogram is None else (histogram, memory_budget, max_sizes)
-    finish(report, outcome, base_report, fail_if_slower, plot_path, out_file, as_json, quiet, plan)
+    finish(report, outcome, base_report, fail_if_slower, plot_path, out_file, as_json, quiet, plan, html_path)
+
+
+def html_beside(out_file: str | None) -> str | None:
+    """NAME.html beside --out's NAME.json: the page bench writes by default (none without --out)."""
+    if not out_file:
+        return None
+    path = os.path.splitext(out_file)[0] + ".html"
+    return None if os.path.abspath(path) == os.path.abspath(out_file) else path
 
 
 def _histogram(path: str | None, batch_range: tuple[int, int] | None, sizes: list[int] | None) -> dict[int, float] | None:
@@ -244,7 +260,7 @@ def _run(job: Any, timeout: float, show: bool):
 
 
 def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | None, plot_path: str | None,
-           out_file: str | None, as_json: bool, quiet: bool, plan: Any = None) -> None:
+           out_file: str | None, as_json: bool, quiet: bool, plan: Any = None, html_path: str | None = None) -> None:
     from cgtool.render.bench import render_bench
     from cgtool.render.console import console
 
@@ -275,6 +291,10 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
 
     if out_file:  # a failed run never replaces a saved report (a baseline): it goes beside it
         save_result(out_file, data, complete)
+    if html_path:  # a failed run never replaces a saved page either
+        from cgtool.render.html import render_bench_html
+
+        save_result(html_path, render_bench_html(report, doc.get("plan")), complete)
     if plot_path and report.results:
         from cgtool.bench.plot import plot_plan, plot_sweep
 

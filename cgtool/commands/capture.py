@@ -32,11 +32,13 @@ from cgtool.errors import CgtoolError, ExitCode
               help="Also map which submodules (to DEPTH below the models in setup's state; the blocks of a "
               "ModuleList are listed below it) capture on their own, and time graphing them (docs/partial.md).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON on stdout instead of tables.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the HTML report here (report.html in the output folder is always written).")
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line (and errors).")
 @nproc_option
 def capture(target: str, entry: str | None, warmup: int, timeout: float, capture_mode: str, out_dir: str | None,
             no_replay_check: bool, no_timing: bool, no_checks: bool, no_node_lines: bool, force_cpu: bool, piecewise: bool,
-            modules_depth: int | None, as_json: bool, quiet: bool, nproc: int | None) -> None:
+            modules_depth: int | None, as_json: bool, html_path: str | None, quiet: bool, nproc: int | None) -> None:
     """Capture one iteration of TARGET (script.py or script.py:function) as a CUDA graph.
 
     \b
@@ -49,6 +51,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     \b
     Writes to the output folder (atomically):
       report.json        versioned report: environment, graph, replay check, timings, findings, errors
+      report.html        the same as one self-contained page: findings, graph, line profile (docs/html.md)
       graph.dot          cgtool's picture of the graph (graph.svg too when Graphviz `dot` is installed)
       graph.driver.dot   the CUDA driver's verbose dump (cudaGraphDebugDotPrint)
       timeline.json      the profiled replays and eager step as a Chrome trace (Perfetto, chrome://tracing),
@@ -109,8 +112,13 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
 
     asked, nproc = nproc, ranks_to_start(nproc, job.script)
     refuse_partial_on_ranks(piecewise, modules_depth, nproc, asked)
+    if html_path:
+        from cgtool.render.files import check_writable, refuse_input
+
+        check_writable(html_path, "--html")
+        refuse_input(html_path, "--html", {job.script: "the script"})
     if wants_distributed(nproc):
-        capture_distributed(job, nproc, timeout, out_dir, as_json, quiet)
+        capture_distributed(job, nproc, timeout, out_dir, as_json, quiet, html_path)
     stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
     show = not (as_json or quiet)
@@ -126,6 +134,13 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
             run_partial(job, report, timeout, show, {"piecewise": piecewise, "modules": modules_depth})
         try:
             kept = write_outputs(report, out_dir, complete=run_complete(report, outcome.failure))
+            if html_path:
+                from cgtool.render.files import save_result
+                from cgtool.render.html import render_report_html
+                from cgtool.render.html_files import read_sources, report_paths
+
+                save_result(html_path, render_report_html(report, read_sources(report_paths(report))),
+                            run_complete(report, outcome.failure))
         except CgtoolError as exc:  # a full disk, a folder gone read-only: show the report anyway, then fail
             write_error = exc
     if as_json:

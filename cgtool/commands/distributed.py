@@ -98,7 +98,7 @@ def exit_code(report: DistReport | None, outcome: Any) -> ExitCode:
 
 
 def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: str | None, as_json: bool,
-                        quiet: bool) -> None:
+                        quiet: bool, html_path: str | None = None) -> None:
     import json
 
     from cgtool.render.console import console
@@ -119,6 +119,7 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
     complete, kept = outcome.failure is None, {}  # an interrupted or timed-out world keeps an existing report
     for name, text in dist_files(report).items():
         report.outputs[name] = write_own(out_dir, name, text, complete, kept)
+    _write_html(report, out_dir, html_path, complete, kept)
     write_own(out_dir, "report.json", json.dumps(report.to_json(), indent=1) + "\n", complete, kept)
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
@@ -126,3 +127,18 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
         render_dist_report(report, console(), quiet=quiet)
     say_kept(out_dir, kept)
     sys.exit(exit_code(report, outcome))
+
+
+def _write_html(report: DistReport, out_dir: str, html_path: str | None, complete: bool,
+                kept: dict[str, str]) -> None:
+    """report.html beside the merged report.json (and at --html): one page, a tab per rank (docs/html.md); an
+    incomplete run keeps an existing page, as it keeps report.json."""
+    from cgtool.render.files import save_result
+    from cgtool.render.html import render_distributed_html
+    from cgtool.render.html_files import dist_paths, read_sources
+    from cgtool.render.outputs import write_own
+
+    page = render_distributed_html(report, read_sources(dist_paths(report)))
+    report.outputs["report.html"] = write_own(out_dir, "report.html", page, complete, kept)
+    if html_path:
+        save_result(html_path, page, complete)

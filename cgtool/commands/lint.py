@@ -33,9 +33,11 @@ from cgtool.model.lint_result import LINT_FORMATS
 @click.option("--scripts-only", is_flag=True,
               help="Pass over the files given that define no entry function (read, not imported), as a folder "
                    "search does; none left is a pass. For pre-commit, which passes every changed .py file.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write the findings as one self-contained HTML page here (docs/html.md).")
 def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignore: tuple[str, ...], entry: str,
          warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int | None, output: str | None,
-         nproc: int | None, scripts_only: bool) -> None:
+         nproc: int | None, scripts_only: bool, html_path: str | None) -> None:
     """Check scripts (files, `script.py:fn`, or folders searched for scripts with a step()) for what
     breaks capture.
 
@@ -73,6 +75,11 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
 
         check_writable(output, "--output")
         _refuse_scripts_as_output(output, paths, entry)
+    if html_path:
+        from cgtool.render.files import check_writable
+
+        check_writable(html_path, "--html")
+        _refuse_scripts_as_output(html_path, paths, entry, "--html")
     first = paths[0].rsplit(":", 1)[0] if not os.path.exists(paths[0]) else paths[0]
     # one configuration per run: the nearest [tool.cgtool] above the first path
     config = load_config(first if os.path.isdir(first) else os.path.dirname(os.path.abspath(first)))
@@ -94,11 +101,18 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
         save_result(output, text, complete=not result.interrupted)  # an interrupted run keeps a saved -o file
     else:
         sys.stdout.write(text)
+    if html_path:
+        from cgtool.render.html import render_lint_html
+        from cgtool.render.html_files import lint_paths as named_files
+        from cgtool.render.files import save_result
+        from cgtool.render.html_files import read_sources
+
+        save_result(html_path, render_lint_html(result, read_sources(named_files(result))), complete=not result.interrupted)
     sys.exit(result.exit_code)
 
 
-def _refuse_scripts_as_output(output: str, paths: tuple[str, ...], entry: str) -> None:
-    """-o must not name a script this run reads (lint would replace it with its report)."""
+def _refuse_scripts_as_output(output: str, paths: tuple[str, ...], entry: str, option: str = "-o") -> None:
+    """-o (or --html) must not name a script this run reads (lint would replace it with its report)."""
     from cgtool.lint.run import find_scripts
     from cgtool.render.files import refuse_input
 
@@ -109,7 +123,7 @@ def _refuse_scripts_as_output(output: str, paths: tuple[str, ...], entry: str) -
     except Exception:  # noqa: BLE001 - a bad path is reported by the run itself, in its own words
         scripts = []
     given = [p for p in paths if os.path.isfile(p)]
-    refuse_input(output, "-o", {path: "a script" for path in [*given, *(s for s, _ in scripts)]})
+    refuse_input(output, option, {path: "a script" for path in [*given, *(s for s, _ in scripts)]})
 
 
 def _split(values: tuple[str, ...]) -> list[str]:

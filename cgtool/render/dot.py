@@ -48,13 +48,16 @@ def kind_word(kind: str) -> str:
 
 
 def graph_to_dot(graph: Graph, fold: bool = True, max_nodes: int = DEFAULT_MAX_NODES,
-                 lines: NodeProfile | None = None) -> graphviz.Digraph:
+                 lines: NodeProfile | None = None, links: dict[int, str] | None = None) -> graphviz.Digraph:
     """The graph as a graphviz.Digraph (`.source` is the DOT text). With `fold`, each run found by
     graph.folding.find_repeats is drawn once as a cluster; past `max_nodes` drawn nodes the rest is
     left out and a note says how many (such a file cannot be read back). With `lines` (report.json's
     node_lines), each node also names its line and replay GPU time, and timed nodes are filled by time."""
     _need_graphviz()
     marks = _NodeLines.of(lines)
+    if links:  # node id -> the URL each node links to (the HTML report's anchor of its line)
+        marks = marks or _NodeLines({}, {})
+        marks.href = links
     adj = Adjacency.of(graph)
     repeats = find_repeats(graph, adj) if fold else []
     hidden = {m for r in repeats for m in r.members[r.period :]}
@@ -88,6 +91,7 @@ class _NodeLines:
     def __init__(self, text: dict[int, str], fill: dict[int, str], module: dict[int, str] | None = None) -> None:
         self.text, self.fill = text, fill
         self.module = module or {}  # node id -> the module path that made it (clusters, to MODULE_DEPTH parts)
+        self.href: dict[int, str] = {}  # node id -> the URL the node links to (graph_to_dot's `links`)
 
     @classmethod
     def of(cls, profile: NodeProfile | None) -> _NodeLines | None:
@@ -196,6 +200,8 @@ def _node(dot: graphviz.Digraph, node: GraphNode, marks: _NodeLines | None = Non
         extra["style"] = "filled,rounded"
     if node.demangled and node.demangled != node.name:
         extra["tooltip"] = _text(node.demangled)
+    if marks is not None and node.id in marks.href:
+        extra["href"], extra["target"] = _text(marks.href[node.id]), "_self"
     dot.node(f"n{node.id}", graphviz.nohtml(node_label(node, marks)), fillcolor=fill, shape=shape,
              **extra, **{k: graphviz.nohtml(v) for k, v in node_attrs(node).items()})
 

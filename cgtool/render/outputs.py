@@ -1,5 +1,5 @@
-"""Write a capture's output folder, each file atomically (render/files.py): report.json, graph.dot,
-graph.driver.dot, graph.svg, timeline.json (the profiled replays and eager step as a Chrome trace),
+"""Write a capture's output folder, each file atomically (render/files.py): report.json, report.html,
+graph.dot, graph.driver.dot, graph.svg, timeline.json (the profiled replays and eager step as a Chrome trace),
 graph-piece-N.dot per piece of a pieced step (--piecewise), modules-plan.py (the module map's recommended set as
 code to paste, --modules), and torch.compile's graphs (graph.dot, graph-2.dot, ... in the driver's DOT) for a
 compiled step.
@@ -70,12 +70,13 @@ def say_kept(out_dir: str, kept: dict[str, str]) -> None:
                                    markup=False)
 
 
-def write_outputs(report: Report, out_dir: str, render_svg: bool = True, complete: bool = True) -> dict[str, str]:
+def write_outputs(report: Report, out_dir: str, render_svg: bool = True, complete: bool = True,
+                  html: bool = True) -> dict[str, str]:
     """Write every output the report supports; record paths in report.outputs; report.json last. Returns the
     files kept because the run did not complete: {name: where this run's version went}.
 
     A file that cannot be written (a full disk, a folder made read-only or removed mid-run) leaves no
-    half-written file: a picture that fails is noted in report.skipped, and report.json failing is a
+    half-written file: a picture (or report.html) that fails is noted in report.skipped, and report.json failing is a
     CgtoolError (exit 3) raised after report.outputs lists only what was written."""
     import time
 
@@ -120,6 +121,8 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True, complet
     report_path = os.path.join(out_dir, "report.json")
     if not complete and os.path.lexists(report_path):
         report_path = kept["report.json"] = failed_path(report_path)
+    if html:
+        _write_html(report, put, written, report_path)
     report.outputs = {**written, "report.json": report_path}
     try:
         write_output(report_path, json.dumps(report.to_json(), indent=1) + "\n", follow_links=False)
@@ -156,6 +159,19 @@ def _write_timeline(report: Report, put: Put, written: dict[str, str]) -> None:
         written["timeline.json"] = put("timeline.json", render_timeline(report))
     except CgtoolError as exc:
         report.skipped.append(Skip(OUTPUT_FILE, f"timeline.json: {exc.message}"))
+
+
+def _write_html(report: Report, put: Put, written: dict[str, str], report_path: str) -> None:
+    """report.html: the report as one self-contained page (docs/html.md), listing the files beside it."""
+    from cgtool.render.html import render_report_html
+    from cgtool.render.html_files import read_sources, report_paths
+
+    report.outputs = {**written, "report.html": os.path.join(os.path.dirname(report_path), "report.html"),
+                      "report.json": report_path}
+    try:
+        written["report.html"] = put("report.html", render_report_html(report, read_sources(report_paths(report))))
+    except CgtoolError as exc:
+        report.skipped.append(Skip(OUTPUT_FILE, f"report.html: {exc.message}"))
 
 
 def _write_plan(report: Report, put: Put, written: dict[str, str]) -> None:
