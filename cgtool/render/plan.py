@@ -103,8 +103,10 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
         return ""
     roots = sorted({e.path.split(".", 1)[0] for e in entries})
     speed = f", measured {m.timings.speedup:.2f}× faster than eager" if m.timings is not None else ""
-    match = {"match": "matches eager from identical state"}.get(m.replay.status if m.replay else "",
-                                                                 "was not checked against eager")
+    match = "was not checked against eager"
+    if m.replay is not None and m.replay.status == "match":
+        match = (f"matches eager over {m.replay.steps} consecutive step{'s' if m.replay.steps != 1 else ''} from "
+                 "identical state")
     lines = [f"# cgtool's plan{' for ' + script if script else ''}: graph {', '.join(f'`{e.path}`' for e in entries)}"
              f"{speed}; the step with them graphed {match}.",
              "# Paste after setup (model on the GPU, in the train()/eval() mode of the step) and before the loop.",
