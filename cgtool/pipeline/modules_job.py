@@ -91,7 +91,7 @@ def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) ->
             phase = "timing"
             progress.phase("timing", "eager vs graphed modules")
             prep = Prepared({"eager": eager, "replay": graphed_step(chosen)}, stream, 0.0, 0.0, 0)
-            timings = time_prepared(prep, script, settings, "the step with graphed modules")
+            timings = time_prepared(prep, script, settings, "the step with graphed modules", state)
     except Exception as exc:  # the step with the graphs swapped in failed: the map itself stays
         import traceback
 
