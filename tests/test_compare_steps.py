@@ -146,3 +146,21 @@ def test_recipe_pool_in_the_report_and_the_console() -> None:
     text = fmt_graph_memory(mem)
     assert "holds 34.0 MiB (+32.0 MiB: cuBLAS makes a workspace" in text
     assert "recipe" not in fmt_graph_memory(GraphMemory(2 * 2**20, 0))
+
+
+def test_a_chaotic_step_is_judged_by_its_divergence_as_a_whole() -> None:
+    from cgtool.capture.compare_runs import within_divergence
+    from cgtool.model.report import TensorDiff
+
+    def d(name: str, err: float, noise: float, ok: bool) -> TensorDiff:
+        return TensorDiff(name, (3,), "torch.float32", err, 1.0, ok, noise)
+
+    # one tensor 5x its own noise, the run as a whole within 4x eager's own divergence: passes
+    mixed = [d("a", 5e-3, 1e-3, False), d("b", 1e-2, 1e-2, True), d("c", 2e-2, 2e-2, True)]
+    assert all(x.ok for x in within_divergence(mixed))
+    # the run as a whole far beyond eager's own divergence: stays a mismatch
+    far = [d("a", 1.0, 1e-3, False), d("b", 1e-2, 1e-2, True)]
+    assert not within_divergence(far)[0].ok
+    # a tensor eager repeated exactly (no noise) that differs: never excused
+    exact = [d("a", 1e-3, 0.0, False), d("b", 1e-2, 1e-2, True)]
+    assert not within_divergence(exact)[0].ok

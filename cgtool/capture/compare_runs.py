@@ -4,16 +4,18 @@ state: state tensors, the CUDA RNG state and the Python attributes of every obje
 (capture/host_state.py: a module's call counter, a cache's lists) are snapshotted before and put back before each
 run. Eager runs twice: what it varies by itself (nondeterministic kernels) is the noise the other run is allowed,
 beside the dtype's tolerance (capture/tensors.py): at the first step only when it is rounding (small against the
-values, or against the step's update), from the second on as measured (the first step's rounding, compounded).
-The first step that differs is reported, with its tensors."""
+values, or against the step's update), from the second on as measured (the first step's rounding, compounded),
+and there a step's noisy tensors are judged together (within_divergence). The first step that differs is reported,
+with its tensors."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from cgtool.capture.host_state import restore_attributes, save_attributes
 from cgtool.capture.tensors import (
+    NOISE_FACTOR,
     OUTPUT_NOISE_LIMIT,
     STATE_NOISE_LIMIT,
     clone_tree,
@@ -121,6 +123,8 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
         if ref.state is not None and state_noise is not None and state_slack is not None:
             diffs += [compare(n, e, t.detach(), sn, sl)
                       for (n, t), e, sn, sl in zip(pairs, ref.state, state_noise, state_slack)]
+        if k > 0:
+            diffs = within_divergence(diffs)
         if len(got) != len(ref.outputs):
             note = f"step {k + 1}: eager returned {len(ref.outputs)} tensors, the {what} {len(got)}"
         for d in diffs:
@@ -140,6 +144,25 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
         return ReplayCheck("mismatch", label, tuple(first_bad or ()), note, steps=steps, first_differing_step=first,
                            counters=counters)
     return ReplayCheck("match", label, tuple(worst.values()), note, steps=steps, counters=counters)
+
+
+def within_divergence(diffs: list[TensorDiff]) -> list[TensorDiff]:
+    """From the second step on, in a step eager itself is not deterministic in (its kernels' rounding compounds: a
+    ResNet-18 under SGD differs from itself by 0.38 at step 4), the tensors outside their own 4x-noise bound are
+    judged together: they pass when the run as a whole diverges from eager by no more than NOISE_FACTOR times what
+    eager diverges from itself (the root sum of squares of every noisy tensor's difference, against the same of its
+    noise). A tensor eager repeated exactly is held to its own bound still."""
+    import math
+
+    failing = [d for d in diffs if not d.ok]
+    if not failing or any(d.noise_abs <= 0 for d in failing):
+        return diffs
+    noisy = [d for d in diffs if d.noise_abs > 0 and math.isfinite(d.max_abs)]
+    spread = math.sqrt(sum(d.noise_abs ** 2 for d in noisy))
+    apart = math.sqrt(sum(d.max_abs ** 2 for d in noisy))
+    if spread <= 0 or apart > NOISE_FACTOR * spread:
+        return diffs
+    return [replace(d, ok=True) if not d.ok else d for d in diffs]
 
 
 def advancing_counters(pairs: list[tuple[str, Any]], start: list[Any], after: list[Any] | None) -> tuple[str, ...]:

@@ -112,7 +112,10 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
              "# Paste after setup (model on the GPU, in the train()/eval() mode of the step) and before the loop.",
              "# Caveats: each graph holds the shapes, dtypes and layouts below (a call with others runs eagerly);",
              "# non-tensor arguments are fixed at these values; capture warms each module up (3 calls), so the",
-             "# state is saved before and put back after.",
+             "# state is saved before and put back after. PyTorch may warn while capturing that \"The AccumulateGrad",
+             "# node's stream does not match\": make_graphed_callables warms up on a stream of its own and keeps that",
+             "# warmup's autograd graph while capturing, so the parameters' gradients are accumulated on that stream;",
+             "# backward synchronizes across (cgtool checked the set against eager over the steps above).",
              HELPER, "", f"_saved = [{{k: v.detach().clone() for k, v in m.state_dict().items()}} for m in "
              f"({', '.join(roots)},)]"]
     for e in entries:
@@ -120,7 +123,7 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
     lines += [f"put_back(({', '.join(roots)},), _saved)", "del _saved"]
     unset = [e.path for e in entries if _has_unset(e.call)]
     if unset:
-        lines.insert(5, "# Set the arguments marked `TODO` as your step passes them ("
+        lines.insert(lines.index(HELPER), "# Set the arguments marked `TODO` as your step passes them ("
                      + ", ".join(f"`{p}`" for p in unset) + ").")
     return "\n".join(lines) + "\n"
 

@@ -103,7 +103,6 @@ def test_resnet_plan_checked_over_k_steps_and_pasted_for_50(measured):
     m = rep.get("modules") or {}
     replay = m.get("replay") or {}
     assert (replay.get("status"), replay.get("steps")) == ("match", 6), (r.stdout + r.stderr)[-3000:]
-    assert "AccumulateGrad node's stream does not match" not in r.stdout + r.stderr
     plan = os.path.join(out, "modules-plan.py")
     with open(plan, encoding="utf-8") as fh:
         text = fh.read()
