@@ -67,5 +67,7 @@ def check_captured(report: Report, entry: Frame | None = None, first_op: Frame |
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
         explained = [f for f in report.findings if f.severity == "error"]
         cause = f"; likely cause: {explained[0].rule} at line {explained[0].line}" if explained else ""
-        out.append(_observed("CG503", f"replay differs from eager on {replay.inputs}: {detail}{more}{cause}", **at))
+        step = (f" at step {replay.first_differing_step} of {replay.steps}"
+                if replay.first_differing_step and replay.steps > 1 else "")
+        out.append(_observed("CG503", f"replay differs from eager{step} on {replay.inputs}: {detail}{more}{cause}", **at))
     return out

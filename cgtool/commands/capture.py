@@ -21,6 +21,10 @@ from cgtool.errors import CgtoolError, ExitCode
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Output folder [default: cgtool-out/<script-stem>/].")
 @click.option("--no-replay-check", is_flag=True, help="Skip the replay-versus-eager comparison.")
+@click.option("--check-steps", "check_steps", type=Number("check_steps"), default=6, show_default=True, metavar="K",
+              help="Consecutive steps the replay check compares from identical state (replay, pieces, module "
+              "sets); the first that differs is reported. A step that advances a counter is timed in blocks of at "
+              "most K calls.")
 @click.option("--no-timing", is_flag=True, help="Skip the eager-versus-replay timing.")
 @click.option("--no-checks", is_flag=True, help="Skip the op tracing and capture checks (faster).")
 @click.option("--no-node-lines", is_flag=True, help="Skip mapping graph nodes to lines and profiling replays "
@@ -37,8 +41,9 @@ from cgtool.errors import CgtoolError, ExitCode
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line (and errors).")
 @nproc_option
 def capture(target: str, entry: str | None, warmup: int, timeout: float, capture_mode: str, out_dir: str | None,
-            no_replay_check: bool, no_timing: bool, no_checks: bool, no_node_lines: bool, force_cpu: bool, piecewise: bool,
-            modules_depth: int | None, as_json: bool, html_path: str | None, quiet: bool, nproc: int | None) -> None:
+            no_replay_check: bool, check_steps: int, no_timing: bool, no_checks: bool, no_node_lines: bool,
+            force_cpu: bool, piecewise: bool, modules_depth: int | None, as_json: bool, html_path: str | None,
+            quiet: bool, nproc: int | None) -> None:
     """Capture one iteration of TARGET (script.py or script.py:function) as a CUDA graph.
 
     \b
@@ -105,7 +110,8 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     from cgtool.worker.whole_step import complete_report
 
     job = make_job("capture", target, entry, warmup, force_cpu=force_cpu, settings={
-        "capture_mode": capture_mode, "replay_check": not no_replay_check, "timing": not no_timing,
+        "capture_mode": capture_mode, "replay_check": not no_replay_check, "check_steps": check_steps,
+        "timing": not no_timing,
         "checks": not no_checks, "node_lines": not no_node_lines})
     from cgtool.commands.distributed import (capture_distributed, ranks_to_start, refuse_partial_on_ranks,
                                              wants_distributed)

@@ -41,6 +41,7 @@ LIMITS: dict[str, Limit] = {
     "max_nodes": Limit(1, 10_000_000, whole=True, unit="nodes"),
     "jobs": Limit(1, 256, whole=True, unit="workers"),
     "modules": Limit(0, 64, whole=True, unit="levels"),
+    "check_steps": Limit(1, 10_000, whole=True, unit="steps"),
     "nproc": Limit(1, 4096, whole=True, unit="ranks"),
 }
 

@@ -115,9 +115,14 @@ class TensorDiff:
 @dataclass(frozen=True)
 class ReplayCheck:
     status: str  # "match", "mismatch", "skipped", "error"
-    inputs: str  # which inputs were compared, e.g. "inputs(4) (fresh)" or "the capture's inputs"
-    tensors: tuple[TensorDiff, ...] = ()
+    inputs: str  # which inputs were compared, e.g. "inputs(4)..inputs(9), fresh: 6 consecutive step(s) ..."
+    tensors: tuple[TensorDiff, ...] = ()  # a match: each tensor's worst step; a mismatch: the first differing step's
     note: str = ""
+    steps: int = 1  # consecutive steps to compare from identical state (the run stops at the first that differs)
+    first_differing_step: int | None = None  # 1-based; None when every step matched
+    # integer state tensors one eager step advanced (a static cache's write position, a step count): calls in a
+    # row carry them further, so timing runs blocks of at most `steps` calls, each from the checked state
+    counters: tuple[str, ...] = ()
 
     @property
     def max_abs(self) -> float:
@@ -135,11 +140,16 @@ class ReplayCheck:
             "max_rel": self.max_rel,
             "tensors": [t.to_json() for t in self.tensors],
             "note": self.note,
+            "steps": self.steps,
+            "first_differing_step": self.first_differing_step,
+            "counters": list(self.counters),
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ReplayCheck:
-        return cls(d["status"], d["inputs"], tuple(TensorDiff.from_json(t) for t in d.get("tensors", [])), d.get("note", ""))
+        return cls(d["status"], d["inputs"], tuple(TensorDiff.from_json(t) for t in d.get("tensors", [])),
+                   d.get("note", ""), int(d.get("steps", 1)), d.get("first_differing_step"),
+                   tuple(d.get("counters", ())))
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from cgtool.capture.harness import Captured, CaptureFailed, instantiate, read_graph, run_to_capture
+from cgtool.capture.compare_runs import DEFAULT_STEPS
 from cgtool.capture.replay import check_replay
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report, Timings
@@ -28,6 +29,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
 
     device = torch.device("cuda")
     n_warm = int(settings.get("warmup", 3))
+    check_steps = int(settings.get("check_steps", DEFAULT_STEPS))
     analysis = GpuAnalysis(enabled=settings.get("checks", True), node_counts=settings.get("node_lines", False))
     try:
         captured = run_to_capture(script, device, settings, progress, analysis, settings.get("size"), state, on_state)
@@ -73,7 +75,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     work = (graph is None or bool(graph.nodes)) and not blocked  # an unreadable graph may still replay
     if settings.get("replay_check", True) and work:
         progress.phase("replay-check")
-        report.replay = check_replay(script, captured, device, n_warm + 1)
+        report.replay = check_replay(script, captured, device, n_warm + 1, check_steps, settings.get("size"))
     if settings.get("timing", True) and work:
         progress.phase("timing")
         if "world_size" in settings:  # a rank of a distributed run: the same iterations on every rank
@@ -81,13 +83,21 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
 
             t = lockstep_timings(script, captured, per_block=int(settings.get("timing_per_block", 10)))
         else:
-            t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
+            safe = check_steps if report.replay is not None else n_warm  # calls in a row run without harm
+            t = quick_timings(script, captured, float(settings.get("timing_budget_s", 3.0)), safe, progress)
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
     if settings.get("node_lines", False) and work and graph is not None and analysis.tracer is not None:
         progress.phase("node-lines", "each node's line, and its GPU time over profiled replays")
         # a distributed rank skips the eager step: its collectives would wait on ranks that failed to run it
         eager = script if "world_size" not in settings else None
         report.node_lines = node_lines(captured, graph, analysis.tracer.trace, report, analysis.modules, eager)
+    if captured.memory is not None and work and "world_size" not in settings:  # last: a second capture of the step
+        import dataclasses
+
+        from cgtool.capture.memory import recipe_pool
+
+        progress.phase("memory", "the pool of PyTorch's documented recipe (its own capture stream), for comparison")
+        report.memory = dataclasses.replace(captured.memory, recipe_pool_reserved=recipe_pool(script, captured))
     report.findings = judge(report.findings, CAPTURED, None, report.replay)
     report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))
     return captured
