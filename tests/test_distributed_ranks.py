@@ -49,8 +49,42 @@ def test_rank_dependent_collective_found_exit_1(run_cli, tmp_path):
     data = json.loads(r.stdout)
     assert r.returncode == 1
     hits = [f for f in data["findings"] if f["rule"] == "CG601"]
-    assert hits and hits[0]["line"] == line and "rank 1 calls no collective" in hits[0]["message"]
-    assert time.monotonic() - t0 < 120
+    # found as it happened (the ranks compare their collectives through the store): both ranks' lines named
+    assert hits and hits[0]["line"] == line and "diverge at collective #2" in hits[0]["message"], data["findings"]
+    assert f"rank 0 calls all_reduce(float32[16,256]) at rank_dependent.py:{line}" in hits[0]["message"]
+    assert "rank 1 calls all_reduce(float32[16,256]) at rank_dependent.py:" in hits[0]["message"]
+    assert not [f for f in data["findings"] if f["rule"] == "CG603"]  # stopped by cgtool, not failed by itself
+    assert any(rk["divergence"] for rk in data["ranks"])
+    assert time.monotonic() - t0 < 60
+
+
+def test_a_collective_no_other_rank_calls_stops_every_rank_in_seconds(run_cli, tmp_path):
+    """Only rank 0 enters an all_reduce; rank 1 goes on to the end of warmup and capture. cgtool names the line
+    within seconds (not the collective timeout, 30 s here), and leaves no rank running."""
+    path = os.path.join(DIST, "hazards", "only_rank_zero.py")
+    line = markers(path)[0][0]
+    t0 = time.monotonic()
+    r = run_cli("capture", "--nproc-per-node", "2", "--cpu", "--warmup", "2", "--timeout", "120", path, "--json",
+                "--out", tmp_path / "o", timeout=150)
+    wall = time.monotonic() - t0
+    data = json.loads(r.stdout)
+    assert r.returncode == 1
+    hits = [f for f in data["findings"] if f["rule"] == "CG601"]
+    assert hits and hits[0]["line"] == line, data["findings"]
+    assert "rank 1 finished warmup and capture after 0 collectives and never calls it" in hits[0]["message"]
+    assert wall < 30, wall  # the collective timeout is 30 s (a quarter of --timeout): found well before it
+    pids = [rk["facts"].get("pid") for rk in data["ranks"] if rk["facts"].get("pid")]
+    assert pids and not any(_alive(p) for p in pids), "a rank outlived cgtool"
+
+
+def test_barrier_inside_the_step_is_named_at_its_line(run_cli, tmp_path):
+    path = os.path.join(DIST, "hazards", "barrier_in_step.py")
+    line = markers(path)[0][0]
+    r = run_cli("capture", "--nproc-per-node", "2", "--cpu", "--warmup", "2", "--timeout", "120", path, "--json",
+                "--out", tmp_path / "o", timeout=150)
+    data = json.loads(r.stdout)
+    hits = [f for f in data["findings"] if f["rule"] == "CG608"]
+    assert r.returncode == 1 and hits and hits[0]["line"] == line and "barrier()" in hits[0]["message"], data["findings"]
 
 
 def test_hang_on_every_rank_is_killed_at_the_timeout(run_cli, tmp_path):

@@ -13,15 +13,14 @@ from cgtool.capture.harness import Captured
 from cgtool.capture.tensors import (
     OUTPUT_NOISE_LIMIT,
     STATE_NOISE_LIMIT,
-    clone_tree,
     compare,
     copy_inputs,
     max_abs_diff,
     restore,
     rounding_noise,
     snapshot,
-    state_tensors,
 )
+from cgtool.capture.shards import ShardState, local_clone_tree
 from cgtool.model.report import ReplayCheck
 from cgtool.script.contract import Script, ScriptRaised
 
@@ -39,7 +38,8 @@ def check_replay(script: Script, captured: Captured, device: Any, index: int) ->
         label = f"inputs({index}), fresh"
     else:
         label = "setup's values (the script has no inputs())"
-    pairs = state_tensors((captured.state.args, captured.state.kwargs))
+    shards = ShardState((captured.state.args, captured.state.kwargs))  # local shards of DTensors (FSDP2, TP)
+    pairs = shards.pairs
     start = snapshot(pairs)
     rng = torch.cuda.get_rng_state()
     stream = captured.stream
@@ -55,11 +55,12 @@ def check_replay(script: Script, captured: Captured, device: Any, index: int) ->
                 raise ScriptRaised("replay-check", exc) from None
         torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()
-        return clone_tree(out), snapshot(pairs)
+        return local_clone_tree(out), snapshot(pairs)
 
     # Eager twice from the starting state: what eager itself varies by (nondeterministic kernels) is the
     # floor replay is held to, beside the dtype's tolerance.
     eager_out, eager_state = eager_from_start()
+    replaced = shards.replaced()  # gradients the step set to None and made again: not what the graph writes
     again_out, again_state = eager_from_start()
     again = dict(again_out)
     noise = {name: max_abs_diff(t, again[name]) for name, t in eager_out if name in again}
@@ -81,7 +82,7 @@ def check_replay(script: Script, captured: Captured, device: Any, index: int) ->
         return ReplayCheck("mismatch", label, (), "replay cannot take these inputs: " + "; ".join(problems))
     captured.graph.replay()
     torch.cuda.synchronize()
-    replay_out = clone_tree(captured.static_output)
+    replay_out = local_clone_tree(captured.static_output)
     diffs = []
     replay_names = dict(replay_out)
     for name, e in eager_out:
@@ -89,7 +90,8 @@ def check_replay(script: Script, captured: Captured, device: Any, index: int) ->
         if r is not None:
             diffs.append(compare(name, e, r, noise.get(name, 0.0), out_slack.get(name, 0.0)))
     for (name, t), e, n, slack in zip(pairs, eager_state, state_noise, state_slack):
-        diffs.append(compare(name, e, t.detach(), n, slack))
+        if name not in replaced:
+            diffs.append(compare(name, e, t.detach(), n, slack))
     note = ""
     if len(replay_out) != len(eager_out):
         note = f"eager returned {len(eager_out)} tensors, the captured step {len(replay_out)}"

@@ -99,7 +99,7 @@ def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
         return ExitCode.ENVIRONMENT
     if report.errors or any(f.severity == "error" for f in report.findings):
         return ExitCode.PROBLEMS
-    if report.replay is not None and report.replay.status == "mismatch":
+    if report.replay is not None and report.replay.status in ("mismatch", "error"):
         return ExitCode.PROBLEMS
     if report.status == CPU_ONLY:
         return ExitCode.ENVIRONMENT

@@ -83,7 +83,7 @@ def exit_code(report: DistReport | None, outcome: Any) -> ExitCode:
         return ExitCode.USAGE
     problems = (report.errors or any(f.severity == "error" for f in report.all_findings())
                 or any(r.failed for r in report.ranks)
-                or any(r.replay is not None and r.replay.status == "mismatch" for r in reports if r))
+                or any(r.replay is not None and r.replay.status in ("mismatch", "error") for r in reports if r))
     if outcome.failure == "timeout" and not any(f.severity == "error" for f in report.all_findings()):
         return ExitCode.WORKER  # a hang cgtool cannot explain: as a single worker's timeout
     if problems:

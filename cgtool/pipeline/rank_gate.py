@@ -12,12 +12,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 
 class RankGate:
-    def __init__(self, run_dir: str, rank: int, world_size: int, timeout_s: float) -> None:
+    def __init__(self, run_dir: str, rank: int, world_size: int, timeout_s: float,
+                 diverged: Callable[[], str | None] | None = None) -> None:
         self.run_dir, self.rank, self.world_size, self.timeout_s = run_dir, rank, world_size, timeout_s
+        self.diverged = diverged  # while waiting: a peer entered a collective this rank never issues (rank_sequence)
 
     def _path(self, what: str, rank: int) -> str:
         return os.path.join(self.run_dir, f"{what}.rank{rank}")
@@ -44,6 +46,9 @@ class RankGate:
         deadline = time.monotonic() + self.timeout_s
         peers = [r for r in range(self.world_size) if r != self.rank]
         while True:
+            apart = self.diverged() if self.diverged is not None else None
+            if apart:
+                return f"replay check and timing: {apart}"
             seen = {r: self._read("gate", r) for r in peers}
             failed = [f"rank {r} ({d.get('where') or 'capture failed'})" for r, d in seen.items() if d and not d.get("ok")]
             if failed:
