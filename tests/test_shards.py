@@ -87,3 +87,18 @@ def test_plain_tensors_without_a_group_have_no_grads_added():
     lin(torch.randn(2, 4)).sum().backward()
     shards = ShardState({"m": lin})
     assert [n for n, _ in shards.pairs] == ["state['m'].weight", "state['m'].bias"]
+
+
+def test_an_unwaited_functional_collective_is_named_and_read_without_its_wait(group):
+    from torch.distributed import _functional_collectives as funcol
+
+    from cgtool.capture.shards import is_unwaited, unwaited_outputs
+
+    out = funcol.all_reduce(torch.ones(4), "sum", dist.group.WORLD)
+    if not is_unwaited(out):
+        pytest.skip("this torch waits functional collectives at once on CPU")
+    assert unwaited_outputs({"y": out}) == ["output['y']"]
+    buffer = local(out, wait=False)  # the captured output: its buffer, no wait on the capture's work
+    assert type(buffer) is torch.Tensor and is_unwaited(out)
+    waited = local(out)  # an eager output: waited as any use would
+    assert torch.equal(waited, torch.ones(4)) and not is_unwaited(out)

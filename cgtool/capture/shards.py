@@ -24,8 +24,19 @@ def is_dtensor(t: Any) -> bool:
     return type(t).__name__ == "DTensor" and hasattr(t, "to_local")
 
 
-def local(t: Any) -> Any:
-    """The rank's local tensor of a DTensor (a view: in-place writes reach the DTensor); any other tensor as is."""
+def is_unwaited(t: Any) -> bool:
+    """A functional collective's result not waited yet (torch.distributed._functional_collectives'
+    AsyncCollectiveTensor: DTensor's redistributions, RowwiseParallel's local output): its wait runs on first use."""
+    return type(t).__name__ == "AsyncCollectiveTensor" and not getattr(t, "completed", True)
+
+
+def local(t: Any, wait: bool = True) -> Any:
+    """The rank's local tensor of a DTensor (a view: in-place writes reach the DTensor); any other tensor as is.
+    An unwaited AsyncCollectiveTensor is waited (`wait`), or read as its buffer: the captured step's output,
+    whose wait was never captured — waiting on the capture's work after a replay fails with `CUDA error:
+    invalid argument` (measured, 2x H200, torch 2.11), while the buffer holds what the replay computed."""
+    if is_unwaited(t):
+        return t.trigger_wait() if wait else t.elem
     if not is_dtensor(t):
         return t
     import torch
@@ -34,9 +45,14 @@ def local(t: Any) -> Any:
         return t.to_local()
 
 
-def local_clone_tree(value: Any) -> list[tuple[str, Any]]:
-    """Detached clones of the local tensors of a step's output, named like output[0]."""
-    return [(n, local(t).detach().clone()) for n, t in named_tensors(value, "output")]
+def local_clone_tree(value: Any, wait: bool = True) -> list[tuple[str, Any]]:
+    """Detached clones of the local tensors of a step's output, named like output[0] (`wait`: see `local`)."""
+    return [(n, local(t, wait).detach().clone()) for n, t in named_tensors(value, "output")]
+
+
+def unwaited_outputs(value: Any) -> list[str]:
+    """Names of the output tensors whose collective was not waited inside the step (see `local`)."""
+    return [n for n, t in named_tensors(value, "output") if is_unwaited(t)]
 
 
 def _on_a_rank() -> bool:

@@ -104,6 +104,9 @@ RULES: tuple[Rule, ...] = (
          "Use fixed-capacity (padded) splits so the sizes never change, or exchange with split sizes that stay on "
          "the GPU (torch.ops.symm_mem.all_to_all_vdev); capture the expert layers piecewise and keep the routing "
          "exchange outside the graph.", predicts=REPLAY_DIFFERS),
+    Rule("CG610", "distributed", "warning", "the captured step returns a functional collective's result it never waited on",
+         "Wait inside the step: `out = out.wait()` (AsyncCollectiveTensor), or `use_local_output=False` and "
+         "`out.full_tensor()` / `.to_local()` followed by an op, so the wait is part of the graph.", True),
     # torch.compile with CUDA graphs (mode="reduce-overhead" and friends): cgtool/checks/compiled.py reads what
     # CUDAGraph Trees did on the GPU (docs/compiled.md).
     Rule("CG701", "compiled", "error", "torch.compile skipped CUDA graphs for a compiled graph: it runs without them",

@@ -49,6 +49,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     report.findings.extend(analysis.findings())
     report.settings["capture_ms"] = round(captured.capture_ms, 2)  # the captured iteration, traced
     blocked = after_capture(True)  # a distributed run: every rank captured? (None elsewhere)
+    report.findings.extend(unwaited_output(script, captured))
     if blocked:
         report.skipped.append(blocked)
 
@@ -91,6 +92,22 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     report.findings = judge(report.findings, CAPTURED, None, report.replay)
     report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))
     return captured
+
+
+def unwaited_output(script: Script, captured: Captured) -> list:
+    """CG610: the captured step returns a functional collective's result it never waited on (cgtool/capture/shards.py)."""
+    from cgtool.capture.shards import unwaited_outputs
+    from cgtool.model.rules import finding
+
+    names = unwaited_outputs(captured.static_output)
+    if not names:
+        return []
+    frame = entry_frame(script)
+    return [finding("CG610", f"the step returns {', '.join(names[:4])} as an AsyncCollectiveTensor whose collective it "
+                             "never waited on: the wait is not in the graph, and reading that output after a replay "
+                             "waits on the capture's own work (CUDA error: invalid argument)",
+                    file=frame.file if frame else script.path, line=frame.line if frame else None,
+                    source=frame.source if frame else None, function=frame.function if frame else None)]
 
 
 def guarded_replay_check(script: Script, captured: Captured, device: Any, index: int) -> ReplayCheck:

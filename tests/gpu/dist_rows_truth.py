@@ -51,15 +51,19 @@ def state_tensors(state: dict) -> list[tuple[str, object]]:
     return out
 
 
-def outputs(value) -> list:
+def outputs(value, captured: bool = False) -> list:
+    """Local clones of the output tensors. The captured output may be an AsyncCollectiveTensor whose wait was never
+    captured: after a replay, read its buffer (`.elem`); waiting on it fails with `CUDA error: invalid argument`."""
     import torch
 
     if isinstance(value, torch.Tensor):
+        if captured and type(value).__name__ == "AsyncCollectiveTensor" and not value.completed:
+            return [value.elem.detach().clone()]
         return [local(value).detach().clone()]
     if isinstance(value, (list, tuple)):
-        return [t for v in value for t in outputs(v)]
+        return [t for v in value for t in outputs(v, captured)]
     if isinstance(value, dict):
-        return [t for v in value.values() for t in outputs(v)]
+        return [t for v in value.values() for t in outputs(v, captured)]
     return []
 
 
@@ -143,7 +147,8 @@ def main() -> None:
         restore()
         g.replay()
         torch.cuda.synchronize()
-        replay_out = outputs(static_out)
+        res["unwaited_output"] = type(static_out).__name__ == "AsyncCollectiveTensor" and not static_out.completed
+        replay_out = outputs(static_out, captured=True)
         diffs = [("output", e, r) for e, r in zip(eager_out, replay_out)] + [
             (n, e, t) for (n, t), e in zip(tensors, eager_state)]
         worst = max(((float((e.double() - r.double()).abs().max()) if e.numel() else 0.0), n) for n, e, r in diffs)

@@ -41,23 +41,30 @@ def truth(name: str, path: str, work: str, limit: float) -> tuple[str, float, li
         os.remove(old)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            os.path.join(ROOT, "tests", "gpu", "dist_rows_truth.py"), path, folder]
+    log_path = os.path.join(folder, "torchrun.log")
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    with open(log_path, "wb") as log:  # a file, not a pipe: a hung rank keeps a pipe open after its launcher died
+        proc = subprocess.Popen(cmd, cwd=ROOT, env=ENV, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        out, _ = proc.communicate(timeout=limit)
+        proc.wait(timeout=limit)
         ended = f"exit {proc.returncode}"
     except subprocess.TimeoutExpired:
         ended = f"hung (killed after {limit:g} s)"
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
     wall = time.perf_counter() - t0
     ranks = [read_json(p) or {} for p in sorted(glob.glob(os.path.join(folder, "truth.rank*.json")))]
-    for rk in ranks:  # the ranks may sit in their own sessions: end them by the pid each wrote
+    if ended.startswith("hung"):  # the ranks run in their own sessions: end each by the pid it wrote, then the launcher
+        for pid in [int(rk["pid"]) for rk in ranks if rk.get("pid")]:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         try:
-            os.kill(int(rk.get("pid", 0)), signal.SIGKILL) if ended.startswith("hung") and rk.get("pid") else None
+            os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        proc.wait(timeout=30)
+    with open(log_path, "rb") as fh:
+        out = fh.read()
     save_artifact("dist-rows-truth.txt", f"===== {name}: {ended}, {wall:.1f} s\n{json.dumps(ranks, indent=1)}\n"
                   f"{out.decode(errors='replace')[-3000:]}")
     return ended, wall, ranks
@@ -92,7 +99,8 @@ def plain_words(ended: str, ranks: list[dict]) -> str:
     parts = []
     for r in ranks:
         if r.get("captured"):
-            parts.append(f"rank {r['rank']} captured, replay {'matches' if r.get('replay_ok') else 'DIFFERS'} "
+            parts.append(f"rank {r['rank']} captured{' (output never waited)' if r.get('unwaited_output') else ''}, "
+                         f"replay {'matches' if r.get('replay_ok') else 'DIFFERS'} "
                          f"(max abs {r.get('max_abs', 0):.2g} over {r.get('compared')} tensors), "
                          f"{r.get('speedup') or 0:.1f}x")
         else:
@@ -130,6 +138,10 @@ def test_clean_row_plain_pytorch_and_cgtool_agree(name, work, measured):
     assert r.returncode == 0 and not errors, r.stdout[-4000:] + r.stderr[-2000:]
     assert [s.get("status") for s in summaries] == ["captured"] * 2 and [s.get("replay") for s in summaries] == ["match"] * 2
     assert (data.get("step") or {}).get("speedup")
+    if any(rk.get("unwaited_output") for rk in ranks):  # DTensor TP's output: its all-reduce's wait is not captured
+        cg610 = [f for rk in data.get("ranks", []) for f in (rk.get("report") or {}).get("findings", [])
+                 if f["rule"] == "CG610"]
+        assert len(cg610) == 2, cg610  # one per rank
     assert not leftovers()
 
 
