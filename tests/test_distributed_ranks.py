@@ -119,3 +119,38 @@ def test_under_the_users_torchrun(tmp_path):
     data = json.loads((tmp_path / "cgtool-out" / "tensor_parallel" / "report.json").read_text())
     assert data["world_size"] == 2 and data["findings"] == [], r.stdout + r.stderr
     assert [rk["summary"]["collectives"] for rk in data["ranks"]] == [{"warmup": 2, "capture": 1}] * 2
+
+
+def test_two_torchrun_agents_with_their_own_temp_folders_give_one_report(tmp_path):
+    """Two "hosts": two torchrun agents (one rank each) meeting through a c10d rendezvous, each with its own TMPDIR
+    and working folder. The ranks hand their results to rank 0 through torchrun's store (no shared folder): one
+    merged report with both ranks' own reports, and nothing left in either temp folder."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    procs = []
+    for host in (0, 1):
+        (tmp_path / f"tmp{host}").mkdir()
+        (tmp_path / f"cwd{host}").mkdir()
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+               "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"two-hosts-{port}",
+               "--max-restarts", "0", "-m", "cgtool", "capture", "--cpu", "--warmup", "2", "--timeout", "120", "-q",
+               os.path.join(DIST, "tensor_parallel.py")]
+        env = dict(os.environ, NO_COLOR="1", TMPDIR=str(tmp_path / f"tmp{host}"), PYTHONPATH=ROOT)
+        procs.append(subprocess.Popen(cmd, cwd=tmp_path / f"cwd{host}", env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=200)[0] for p in procs]
+    reports = [tmp_path / f"cwd{h}" / "cgtool-out" / "tensor_parallel" / "report.json" for h in (0, 1)]
+    written = [r for r in reports if r.exists()]
+    assert len(written) == 1, outs  # rank 0's host writes the merged report
+    data = json.loads(written[0].read_text())
+    assert data["world_size"] == 2 and data["findings"] == [], outs
+    assert [rk["ended"] for rk in data["ranks"]] == ["finished", "finished"]
+    assert [rk["report"]["status"] for rk in data["ranks"]] == ["cpu-only", "cpu-only"]
+    assert [rk["summary"]["collectives"] for rk in data["ranks"]] == [{"warmup": 2, "capture": 1}] * 2
+    for host in (0, 1):  # each host's own temp folder: no run folder of cgtool's left (torch's caches may stay)
+        assert [n for n in os.listdir(tmp_path / f"tmp{host}") if n.startswith("cgtool")] == [], host
