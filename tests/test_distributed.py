@@ -146,3 +146,23 @@ def test_partial_capture_on_ranks_is_a_usage_error(run_cli, tmp_path):
         assert r.returncode == 2, (args, r.returncode, r.stdout, r.stderr)
         assert why in r.stderr and "partial capture per rank is not supported" in r.stderr, r.stderr
         assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_a_rank_that_captured_is_captured_whatever_its_replay_check_says():
+    from cgtool.commands.distributed import exit_code
+    from cgtool.model.report import ReplayCheck
+    from cgtool.render.distributed import verdict_line
+
+    reports = []
+    for r in (0, 1):
+        rep = Report(S, "step", status=CAPTURED, device="cuda")
+        rep.replay = ReplayCheck("error", "inputs(12)", (), "the replay check could not compare replay with eager "
+                                 "(RuntimeError: sharding propagation failed); the capture itself worked")
+        reports.append(rank(r, [], status=CAPTURED))
+        reports[-1].report = rep
+    dist = DistReport(S, "step", 2, reports)
+    line = verdict_line(dist)
+    assert "did not capture" not in line and "rank(s) 0, 1 captured" in line
+    assert "rank 0: replay check failed: the replay check could not compare" in line
+    assert not any(r.failed for r in reports)
+    assert exit_code(dist, LaunchOutcome(reports, [])) == 1  # the replay was not verified

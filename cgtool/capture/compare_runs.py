@@ -14,17 +14,16 @@ from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from cgtool.capture.host_state import restore_attributes, save_attributes
+from cgtool.capture.shards import ShardState, local_clone_tree
 from cgtool.capture.tensors import (
     NOISE_FACTOR,
     OUTPUT_NOISE_LIMIT,
     STATE_NOISE_LIMIT,
-    clone_tree,
     compare,
     max_abs_diff,
     restore,
     rounding_noise,
     snapshot,
-    state_tensors,
 )
 from cgtool.model.report import ReplayCheck, TensorDiff
 from cgtool.script.contract import Args, ScriptRaised
@@ -54,7 +53,8 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
     state; compare outputs and state after every step. All runs on `stream`."""
     import torch
 
-    pairs = state_tensors((state.args, state.kwargs))
+    shards = ShardState((state.args, state.kwargs))  # local shards of DTensors (FSDP2, TP), gradients on a rank
+    pairs = shards.pairs
     start = snapshot(pairs)
     attributes = save_attributes((state.args, state.kwargs))
     rng = torch.cuda.get_rng_state()
@@ -66,10 +66,13 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
         torch.cuda.set_rng_state(rng)
 
     reference: list[_Step] = []
+    replaced: set[str] = set()
     for k, inp in enumerate(inputs):
-        out = clone_tree(_on(stream, lambda inp=inp: eager(inp), "replay-check"))
+        out = local_clone_tree(_on(stream, lambda inp=inp: eager(inp), "replay-check"))
         last = k == len(inputs) - 1
         reference.append(_Step(out, snapshot(pairs) if keep_every or last or k == 0 else None))
+        if k == 0:
+            replaced = shards.replaced()  # gradients the step set to None and made again: not what the graph writes
     counters = advancing_counters(pairs, start, reference[0].state)
     if not keep_every and len(reference) > 1:
         reference[0].state = None
@@ -77,7 +80,7 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
     slack: list[tuple[dict[str, float], dict[str, float], list[float] | None, list[float] | None]] = []
     before = start
     for k, inp in enumerate(inputs):
-        again = dict(clone_tree(_on(stream, lambda inp=inp: eager(inp), "replay-check")))
+        again = dict(local_clone_tree(_on(stream, lambda inp=inp: eager(inp), "replay-check")))
         ref = reference[k]
         noise = {n: max_abs_diff(t, again[n]) for n, t in ref.outputs if n in again}
         # the first step's noise must be rounding (small against the values or the update); from the second step
@@ -97,7 +100,7 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
         slack.append((noise, out_slack, state_noise, state_slack))
     from_start()
     try:
-        result = _other_steps(pairs, reference, slack, other, inputs, stream, label, what, counters)
+        result = _other_steps(pairs, reference, slack, other, inputs, stream, label, what, counters, replaced)
     except BaseException:
         _quietly(from_start)  # a step that raised: its error matters, not a failed restore after it
         raise
@@ -106,7 +109,8 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
 
 
 def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: list[Any], other: Callable[[Any], Any],
-                 inputs: list[Any], stream: Any, label: str, what: str, counters: tuple[str, ...]) -> ReplayCheck:
+                 inputs: list[Any], stream: Any, label: str, what: str, counters: tuple[str, ...],
+                 replaced: set[str]) -> ReplayCheck:
     """The other way's steps, each compared with eager's as it comes; the first that differs ends the run."""
     worst: dict[str, TensorDiff] = {}
     first_bad: list[TensorDiff] | None = None
@@ -114,7 +118,8 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
     note = ""
     for k, inp in enumerate(inputs):
         try:
-            got = dict(clone_tree(_on(stream, lambda inp=inp: other(inp), "replay-check")))
+            # a replayed output's collective wait is not in the graph: read its buffer (capture/shards.py)
+            got = dict(local_clone_tree(_on(stream, lambda inp=inp: other(inp), "replay-check"), wait=False))
         except InputsRefused as refused:
             return ReplayCheck("mismatch", label, (), f"{what} cannot take the inputs of step {k + 1}: {refused}",
                                steps=len(inputs), first_differing_step=k + 1, counters=counters)
@@ -122,7 +127,7 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
         diffs = [compare(n, e, got[n], noise.get(n, 0.0), out_slack.get(n, 0.0)) for n, e in ref.outputs if n in got]
         if ref.state is not None and state_noise is not None and state_slack is not None:
             diffs += [compare(n, e, t.detach(), sn, sl)
-                      for (n, t), e, sn, sl in zip(pairs, ref.state, state_noise, state_slack)]
+                      for (n, t), e, sn, sl in zip(pairs, ref.state, state_noise, state_slack) if n not in replaced]
         if k > 0:
             diffs = within_divergence(diffs)
         if len(got) != len(ref.outputs):

@@ -42,7 +42,7 @@ def _has_error_finding(findings: Iterable[Finding]) -> bool:
 
 def capture_exit(report: Report, failure: str | None) -> ExitCode:
     """`capture` (and `lint`-like runs of one report): 130 interrupted; 4 the worker failed; 2 usage; 3 environment;
-    1 script errors, error findings or a replay mismatch; 3 a CPU-only run that found nothing; 0 captured or
+    1 script errors, error findings or a replay mismatch (or a check that could not compare); 3 a CPU-only run that found nothing; 0 captured or
     compiled and clean; 1 otherwise."""
     from cgtool.model.report import CAPTURED, COMPILED, CPU_ONLY, WORKER_FAILED
 
@@ -55,7 +55,7 @@ def capture_exit(report: Report, failure: str | None) -> ExitCode:
         return by_type
     if report.errors or _has_error_finding(report.findings):
         return ExitCode.PROBLEMS
-    if report.replay is not None and report.replay.status == "mismatch":
+    if report.replay is not None and report.replay.status in ("mismatch", "error"):
         return ExitCode.PROBLEMS
     if report.status == CPU_ONLY:
         return ExitCode.ENVIRONMENT
@@ -79,7 +79,7 @@ def distributed_exit(report: DistReport | None, failure: str | None, ranks: list
         return ExitCode.USAGE
     problems = (report.errors or _has_error_finding(report.all_findings())
                 or any(r.failed for r in report.ranks)
-                or any(r.replay is not None and r.replay.status == "mismatch" for r in reports if r))
+                or any(r.replay is not None and r.replay.status in ("mismatch", "error") for r in reports if r))
     if failure == TIMEOUT and not _has_error_finding(report.all_findings()):
         return ExitCode.WORKER  # a hang cgtool cannot explain: as a single worker's timeout
     if problems:

@@ -152,6 +152,17 @@ RULES: tuple[Rule, ...] = (
     Rule("CG607", "distributed", "error", "the NCCL in use is too old to capture collectives (needs 2.9.6 or newer)",
          "Install a PyTorch built with NCCL >= 2.9.6, or capture only the parts without collectives "
          "(torch.cuda.make_graphed_callables before wrapping in DDP)."),
+    Rule("CG608", "distributed", "error", "a host-synchronizing collective inside the step (barrier, *_object): capture fails there",
+         "Take barrier() out of the step (the collectives in the graph already order the ranks; put one before or "
+         "after the captured region if the host must wait); exchange tensors on the GPU instead of Python objects "
+         "(all_gather_into_tensor instead of all_gather_object).", predicts=CAPTURE_FAILS),
+    Rule("CG609", "distributed", "warning", "all_to_all_single with host split sizes inside the step: the graph keeps the captured sizes",
+         "Use fixed-capacity (padded) splits so the sizes never change, or exchange with split sizes that stay on "
+         "the GPU (torch.ops.symm_mem.all_to_all_vdev); capture the expert layers piecewise and keep the routing "
+         "exchange outside the graph.", predicts=REPLAY_DIFFERS),
+    Rule("CG610", "distributed", "warning", "the captured step returns a functional collective's result it never waited on",
+         "Wait inside the step: `out = out.wait()` (AsyncCollectiveTensor), or `use_local_output=False` and "
+         "`out.full_tensor()` / `.to_local()` followed by an op, so the wait is part of the graph.", True),
     # torch.compile with CUDA graphs (mode="reduce-overhead" and friends): cgtool/checks/compiled.py reads what
     # CUDAGraph Trees did on the GPU (docs/compiled.md).
     Rule("CG701", "compiled", "error", "torch.compile skipped CUDA graphs for a compiled graph: it runs without them",

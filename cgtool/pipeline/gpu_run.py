@@ -9,10 +9,12 @@ from cgtool.capture.harness import Captured, CaptureFailed, instantiate, read_gr
 from cgtool.capture.compare_runs import DEFAULT_STEPS
 from cgtool.capture.replay import check_replay
 from cgtool.model.phase_log import PhaseLog
-from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report, Timings
+from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, ReplayCheck, Report, Timings
 from cgtool.model.report_parts import CAPTURE_STOPPED, PROFILER_FAILED, Skip
 from cgtool.pipeline.timing import quick_timings
 from cgtool.script.contract import Script, ScriptRaised
+from cgtool.script.errors import first_line
+from cgtool.script.frames import user_frames_of_traceback
 
 
 def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
@@ -51,6 +53,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     report.findings.extend(analysis.findings())
     report.settings["capture_ms"] = round(captured.capture_ms, 2)  # the captured iteration, traced
     blocked = after_capture(True)  # a distributed run: every rank captured? (None elsewhere)
+    report.findings.extend(unwaited_output(script, captured))
     if blocked:
         report.skipped.append(blocked)
 
@@ -75,7 +78,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     work = (graph is None or bool(graph.nodes)) and not blocked  # an unreadable graph may still replay
     if settings.get("replay_check", True) and work:
         progress.phase("replay-check")
-        report.replay = check_replay(script, captured, device, n_warm + 1, check_steps, settings.get("size"))
+        report.replay = guarded_replay_check(script, captured, device, n_warm + 1, check_steps, settings.get("size"))
     if settings.get("timing", True) and work:
         progress.phase("timing")
         if "world_size" in settings:  # a rank of a distributed run: the same iterations on every rank
@@ -101,6 +104,41 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     report.findings = judge(report.findings, CAPTURED, None, report.replay)
     report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))
     return captured
+
+
+def unwaited_output(script: Script, captured: Captured) -> list:
+    """CG610: the captured step returns a functional collective's result it never waited on (cgtool/capture/shards.py)."""
+    from cgtool.capture.shards import unwaited_outputs
+    from cgtool.model.rules import finding
+
+    names = unwaited_outputs(captured.static_output)
+    if not names:
+        return []
+    frame = entry_frame(script)
+    return [finding("CG610", f"the step returns {', '.join(names[:4])} as an AsyncCollectiveTensor whose collective it "
+                             "never waited on: the wait is not in the graph, and reading that output after a replay "
+                             "waits on the capture's own work (CUDA error: invalid argument)",
+                    file=frame.file if frame else script.path, line=frame.line if frame else None,
+                    source=frame.source if frame else None, function=frame.function if frame else None)]
+
+
+def guarded_replay_check(script: Script, captured: Captured, device: Any, index: int, steps: int = DEFAULT_STEPS,
+                         size: int | None = None) -> ReplayCheck:
+    """The replay check; when it cannot finish (the step raised in its eager run, or the comparison itself
+    failed), a ReplayCheck with status "error" that says why: the capture worked, whatever the check says."""
+    try:
+        return check_replay(script, captured, device, index, steps, size)
+    except ScriptRaised as raised:
+        where = user_frames_of_traceback(raised.exc.__traceback__)
+        at = f" at {where[-1].file}:{where[-1].line}" if where else ""
+        return ReplayCheck("error", f"inputs({index})", (), f"the step raised in the replay check's eager run{at} "
+                           f"({type(raised.exc).__name__}: {first_line(str(raised.exc))}); replay was not compared")
+    except Exception as exc:  # noqa: BLE001 - the check's own failure is reported, never as a failed capture
+        import traceback
+
+        traceback.print_exc()
+        return ReplayCheck("error", f"inputs({index})", (), f"the replay check could not compare replay with eager "
+                           f"({type(exc).__name__}: {first_line(str(exc))}); the capture itself worked")
 
 
 def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modules: Any = None,

@@ -126,7 +126,7 @@ def render_cpu_analysis(report: Report, out: Console) -> None:
 
 
 def _has_problems(report: Report) -> bool:
-    bad_replay = report.replay is not None and report.replay.status == "mismatch"
+    bad_replay = report.replay is not None and report.replay.status in ("mismatch", "error")
     return bad_replay or bool(report.errors) or any(f.severity == "error" for f in report.findings)
 
 

@@ -215,6 +215,8 @@ def rank_result(rank: int, run_dir: str, events: list[dict[str, Any]], code: int
             res.ddp.append(DdpWrap.from_json(e["ddp"]))
         elif "facts" in e:
             res.facts = dict(e["facts"])
+        elif "divergence" in e:
+            res.divergence = dict(e["divergence"])
         elif "start" in e:
             res.ended = STOPPED
     try:
