@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from cgtool import __version__
-from cgtool.errors import CgtoolError, ExitCode
+from cgtool.errors import CgtoolError, ExitCode, interrupted, interrupted_status
 
 # name -> "module:attribute"; a command's module is imported only when that command (or --help) needs it.
 COMMANDS = {
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> Any:
     except CgtoolError as exc:
         _exit_with(exc.message, exc.exit_code)
     except (click.exceptions.Abort, KeyboardInterrupt):
-        _exit_with(f"Interrupted ({lifetime.stop_name()}).", lifetime.stop_exit_status(ExitCode.INTERRUPTED))
+        _exit_with(f"{interrupted(lifetime.stop_name(), sentence=True)}.", interrupted_status(lifetime.stop_name()))
     except click.ClickException as exc:
         exc.show()
         sys.exit(ExitCode.USAGE if exc.exit_code == 2 else exc.exit_code)
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> Any:
         except CgtoolError as err:
             _exit_with(err.message, err.exit_code)
         if exc.code == ExitCode.INTERRUPTED:  # stopped by SIGTERM or SIGHUP: 128 + its number, as shells say
-            sys.exit(lifetime.stop_exit_status(ExitCode.INTERRUPTED))
+            sys.exit(interrupted_status(lifetime.stop_name()))
         raise
     sys.exit(code if isinstance(code, int) else ExitCode.OK)
 

@@ -29,3 +29,23 @@ class CgtoolError(Exception):
         super().__init__(message)
         self.message = message
         self.exit_code = ExitCode(exit_code)
+
+
+CTRL_C = "Ctrl-C"  # the name of a stop by SIGINT; SIGTERM and SIGHUP are named by the signal
+
+
+def interrupted(stop: str = CTRL_C, sentence: bool = False) -> str:
+    """How every command names a run that `stop` ended ("Ctrl-C", "SIGTERM", "SIGHUP"): `interrupted (SIGTERM)`;
+    `sentence`: capitalized, to begin one."""
+    return f"{'I' if sentence else 'i'}nterrupted ({stop})"
+
+
+def interrupted_status(stop: str = CTRL_C) -> int:
+    """The exit status of a run that `stop` ended: 128 + the signal's number, as shells report it (130 for Ctrl-C,
+    143 for SIGTERM, 129 for SIGHUP)."""
+    import signal
+
+    try:
+        return 128 + signal.Signals[stop].value
+    except KeyError:  # Ctrl-C
+        return ExitCode.INTERRUPTED

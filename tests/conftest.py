@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, settings
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = os.path.join(ROOT, "tests", "data")
+collect_ignore = ["data"]  # fixtures, among them a user's test file that fails on purpose (tests/test_user_tests.py)
 
 # Fuzzing (tests/fuzz/): CI runs a fixed, derandomized budget so the suite is repeatable and bounded
 # (a few minutes on 2 cores); `HYPOTHESIS_PROFILE=long python -m pytest tests/fuzz` searches far more, randomly.

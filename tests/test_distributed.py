@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
+
 from cgtool.checks.distributed import check_distributed
 from cgtool.graph.model import Graph
 from cgtool.model.frame import Frame
@@ -11,6 +14,8 @@ from cgtool.model.ranks import FINISHED, STOPPED, Collective, DdpWrap, DistRepor
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report, Timings
 from cgtool.worker.launch import LaunchOutcome, descendants, launcher_command
 from cgtool.worker.merge import merge, nccl_kernels
+from cgtool.worker.start import BOOT, PACKAGE_DIR
+from conftest import ROOT
 
 S = "/x/step.py"
 
@@ -120,7 +125,44 @@ def test_merge_takes_the_slowest_rank_and_counts_nccl_kernels():
 
 def test_launcher_is_pytorchs_own():
     cmd = launcher_command(4, "/j.json", "/run")
-    assert cmd[1:3] == ["-m", "cgtool.worker.launcher"] and cmd[4] == "torch.distributed.run"  # run in-process
+    assert cmd[1:5] == ["-c", BOOT, PACKAGE_DIR, "cgtool.worker.launcher"] and cmd[6] == "torch.distributed.run"  # in-process
     assert "--nproc-per-node" in cmd and "4" in cmd
-    assert cmd[cmd.index("-m", 3) + 1] == "cgtool.worker.rank_child"
+    ranks = cmd.index("--no-python") + 1  # each rank: the interpreter, started the way every cgtool process starts
+    assert cmd[ranks:] == [sys.executable, "-u", "-c", BOOT, PACKAGE_DIR, "cgtool.worker.rank_child", "/j.json", "/run"]
     assert descendants(999999999) == []
+
+
+def test_partial_capture_on_ranks_is_a_usage_error(run_cli, tmp_path):
+    """--piecewise / --modules with a script written for ranks (a world of one) or --nproc-per-node were dropped in
+    silence by the distributed path; until per-rank partial capture exists they are a usage error, for capture and
+    bench alike, before any worker starts."""
+    script = os.path.join(ROOT, "samples", "distributed", "ddp_train.py")
+    for args, why in ((["capture", script, "--piecewise"], "written for ranks"),
+                      (["capture", script, "--modules", "1"], "written for ranks"),
+                      (["bench", script, "--piecewise"], "written for ranks"),
+                      (["capture", os.path.join(ROOT, "samples", "hazards", "item_sync.py"), "--modules", "1",
+                        "--nproc-per-node", "2"], "--nproc-per-node 2")):
+        r = run_cli(*args, "--out", tmp_path / "out", timeout=120)
+        assert r.returncode == 2, (args, r.returncode, r.stdout, r.stderr)
+        assert why in r.stderr and "partial capture per rank is not supported" in r.stderr, r.stderr
+        assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_a_rank_that_captured_is_captured_whatever_its_replay_check_says():
+    from cgtool.commands.distributed import exit_code
+    from cgtool.model.report import ReplayCheck
+    from cgtool.render.distributed import verdict_line
+
+    reports = []
+    for r in (0, 1):
+        rep = Report(S, "step", status=CAPTURED, device="cuda")
+        rep.replay = ReplayCheck("error", "inputs(12)", (), "the replay check could not compare replay with eager "
+                                 "(RuntimeError: sharding propagation failed); the capture itself worked")
+        reports.append(rank(r, [], status=CAPTURED))
+        reports[-1].report = rep
+    dist = DistReport(S, "step", 2, reports)
+    line = verdict_line(dist)
+    assert "did not capture" not in line and "rank(s) 0, 1 captured" in line
+    assert "rank 0: replay check failed: the replay check could not compare" in line
+    assert not any(r.failed for r in reports)
+    assert exit_code(dist, LaunchOutcome(reports, [])) == 1  # the replay was not verified

@@ -49,8 +49,42 @@ def test_rank_dependent_collective_found_exit_1(run_cli, tmp_path):
     data = json.loads(r.stdout)
     assert r.returncode == 1
     hits = [f for f in data["findings"] if f["rule"] == "CG601"]
-    assert hits and hits[0]["line"] == line and "rank 1 calls no collective" in hits[0]["message"]
-    assert time.monotonic() - t0 < 120
+    # found as it happened (the ranks compare their collectives through the store): both ranks' lines named
+    assert hits and hits[0]["line"] == line and "diverge at collective #2" in hits[0]["message"], data["findings"]
+    assert f"rank 0 calls all_reduce(float32[16,256]) at rank_dependent.py:{line}" in hits[0]["message"]
+    assert "rank 1 calls all_reduce(float32[16,256]) at rank_dependent.py:" in hits[0]["message"]
+    assert not [f for f in data["findings"] if f["rule"] == "CG603"]  # stopped by cgtool, not failed by itself
+    assert any(rk["divergence"] for rk in data["ranks"])
+    assert time.monotonic() - t0 < 60
+
+
+def test_a_collective_no_other_rank_calls_stops_every_rank_in_seconds(run_cli, tmp_path):
+    """Only rank 0 enters an all_reduce; rank 1 goes on to the end of warmup and capture. cgtool names the line
+    within seconds (not the collective timeout, 30 s here), and leaves no rank running."""
+    path = os.path.join(DIST, "hazards", "only_rank_zero.py")
+    line = markers(path)[0][0]
+    t0 = time.monotonic()
+    r = run_cli("capture", "--nproc-per-node", "2", "--cpu", "--warmup", "2", "--timeout", "120", path, "--json",
+                "--out", tmp_path / "o", timeout=150)
+    wall = time.monotonic() - t0
+    data = json.loads(r.stdout)
+    assert r.returncode == 1
+    hits = [f for f in data["findings"] if f["rule"] == "CG601"]
+    assert hits and hits[0]["line"] == line, data["findings"]
+    assert "rank 1 finished warmup and capture after 0 collectives and never calls it" in hits[0]["message"]
+    assert wall < 30, wall  # the collective timeout is 30 s (a quarter of --timeout): found well before it
+    pids = [rk["facts"].get("pid") for rk in data["ranks"] if rk["facts"].get("pid")]
+    assert pids and not any(_alive(p) for p in pids), "a rank outlived cgtool"
+
+
+def test_barrier_inside_the_step_is_named_at_its_line(run_cli, tmp_path):
+    path = os.path.join(DIST, "hazards", "barrier_in_step.py")
+    line = markers(path)[0][0]
+    r = run_cli("capture", "--nproc-per-node", "2", "--cpu", "--warmup", "2", "--timeout", "120", path, "--json",
+                "--out", tmp_path / "o", timeout=150)
+    data = json.loads(r.stdout)
+    hits = [f for f in data["findings"] if f["rule"] == "CG608"]
+    assert r.returncode == 1 and hits and hits[0]["line"] == line and "barrier()" in hits[0]["message"], data["findings"]
 
 
 def test_hang_on_every_rank_is_killed_at_the_timeout(run_cli, tmp_path):
@@ -85,3 +119,38 @@ def test_under_the_users_torchrun(tmp_path):
     data = json.loads((tmp_path / "cgtool-out" / "tensor_parallel" / "report.json").read_text())
     assert data["world_size"] == 2 and data["findings"] == [], r.stdout + r.stderr
     assert [rk["summary"]["collectives"] for rk in data["ranks"]] == [{"warmup": 2, "capture": 1}] * 2
+
+
+def test_two_torchrun_agents_with_their_own_temp_folders_give_one_report(tmp_path):
+    """Two "hosts": two torchrun agents (one rank each) meeting through a c10d rendezvous, each with its own TMPDIR
+    and working folder. The ranks hand their results to rank 0 through torchrun's store (no shared folder): one
+    merged report with both ranks' own reports, and nothing left in either temp folder."""
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    procs = []
+    for host in (0, 1):
+        (tmp_path / f"tmp{host}").mkdir()
+        (tmp_path / f"cwd{host}").mkdir()
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1",
+               "--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", f"two-hosts-{port}",
+               "--max-restarts", "0", "-m", "cgtool", "capture", "--cpu", "--warmup", "2", "--timeout", "120", "-q",
+               os.path.join(DIST, "tensor_parallel.py")]
+        env = dict(os.environ, NO_COLOR="1", TMPDIR=str(tmp_path / f"tmp{host}"), PYTHONPATH=ROOT)
+        procs.append(subprocess.Popen(cmd, cwd=tmp_path / f"cwd{host}", env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+    outs = [p.communicate(timeout=200)[0] for p in procs]
+    reports = [tmp_path / f"cwd{h}" / "cgtool-out" / "tensor_parallel" / "report.json" for h in (0, 1)]
+    written = [r for r in reports if r.exists()]
+    assert len(written) == 1, outs  # rank 0's host writes the merged report
+    data = json.loads(written[0].read_text())
+    assert data["world_size"] == 2 and data["findings"] == [], outs
+    assert [rk["ended"] for rk in data["ranks"]] == ["finished", "finished"]
+    assert [rk["report"]["status"] for rk in data["ranks"]] == ["cpu-only", "cpu-only"]
+    assert [rk["summary"]["collectives"] for rk in data["ranks"]] == [{"warmup": 2, "capture": 1}] * 2
+    for host in (0, 1):  # each host's own temp folder: no run folder of cgtool's left (torch's caches may stay)
+        assert [n for n in os.listdir(tmp_path / f"tmp{host}") if n.startswith("cgtool")] == [], host

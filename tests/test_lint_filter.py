@@ -228,3 +228,15 @@ def test_invalid_toml_names_the_file(tmp_path):
         load_config(tmp_path)
     assert exc.value.exit_code == ExitCode.USAGE
     assert str(pyproject.resolve()) in exc.value.message and "TOML" in exc.value.message
+
+
+def test_scripts_only_passes_over_the_files_given_that_define_no_entry(tmp_path):
+    """--scripts-only (the pre-commit hook): a module with no step() is read, not imported, and left out."""
+    from cgtool.lint.run import find_scripts
+
+    script, module = tmp_path / "train.py", tmp_path / "helpers.py"
+    script.write_text("def step():\n    pass\n")
+    module.write_text("raise SystemExit('imported')\n")
+    assert find_scripts([str(script), str(module)], "step", scripts_only=True) == [(str(script), "step")]
+    assert len(find_scripts([str(script), str(module)], "step")) == 2  # named files are scripts by default
+    assert find_scripts([f"{module}:fn"], "step", scripts_only=True) == []

@@ -74,7 +74,7 @@ def test_json_carries_schema_summary_and_scripts():
     assert d["cgtool_version"] == "0.1.0"
     assert d["summary"] == {"scripts": 4, "failed_scripts": 1, "errors": 3, "warnings": 0, "infos": 0,
                             "skipped_rules": sorted(GPU_ONLY), "exit_code": 1,
-                            "interrupted": False}
+                            "interrupted": False, "interrupted_by": None}
     item = d["scripts"][0]
     assert item["path"] == ITEM_SYNC
     assert item["findings"][0]["rule"] == "CG101"

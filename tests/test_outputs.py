@@ -54,7 +54,7 @@ def test_outputs_follow_the_umask_and_a_failed_report_leaves_the_old_one(tmp_pat
         os.umask(old)
     assert {stat.S_IMODE(os.stat(out / n).st_mode) for n in os.listdir(out)} == {0o644}  # not mkstemp's 0600
 
-    def full(path, data):
+    def full(path, data, **kw):
         raise CgtoolError(f"Cannot write {path}: No space left on device", 3)
 
     monkeypatch.setattr(outputs, "write_output", full)

@@ -26,7 +26,7 @@ CLEAN = sorted(glob.glob(os.path.join(CORPUS, "clean", "*.py")))
 HAZARDS = sorted(glob.glob(os.path.join(CORPUS, "hazards", "*.py")))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def unusable(library: str) -> str | None:
     """Why `library` cannot run here (not installed, or built for another torch), or None."""
     try:

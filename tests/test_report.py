@@ -33,7 +33,7 @@ def test_report_round_trip():
                errors=[ErrorRecord("capture", "RuntimeError", "boom", (Frame("/x/s.py", 3, "step", "x.item()"),),
                                    "cudaErrorStreamCaptureInvalidated")])
     data = json.loads(json.dumps(r.to_json()))
-    assert data["schema"] == 2
+    assert data["schema"] == 3
     assert data["graph"]["counts"]["nodes"] == 5
     assert abs(data["timings"]["speedup"] - 690 / 86) < 1e-9
     back = Report.from_json(data)
@@ -90,8 +90,8 @@ def test_the_real_capture_confirms_or_refutes_what_the_trace_predicts():
     shape = finding("CG301", "tensor shapes change between steady-state iterations", file="/x/s.py", line=7)
     match = ReplayCheck("match", "inputs(4), fresh")
     s, c, d = judge([sync, copy, shape], CAPTURED, None, match)
-    assert (s.evidence, s.severity) == ("refuted", "info") and "the real capture succeeded" in s.message
-    assert (c.evidence, c.severity) == ("refuted", "info") and "replay matched eager on inputs(4)" in c.message
+    assert (s.evidence, s.severity) == ("refuted", "info") and "the real capture succeeded" in s.reason and s.text == f"{sync.message} [refuted: {s.reason}]"
+    assert (c.evidence, c.severity) == ("refuted", "info") and "replay matched eager on inputs(4)" in c.reason and c.message == copy.message
     assert (d.evidence, d.severity) == ("untested", "error")  # the trace saw the shape change itself
     mismatch = ReplayCheck("mismatch", "inputs(4), fresh")
     s, c, _ = judge([sync, copy, shape], CAPTURED, None, mismatch)
@@ -130,7 +130,7 @@ def test_a_failed_capture_gets_the_whole_steps_findings_marked_not_reached():
     merged = complete_with_whole_step(gpu, cpu, raw)
     assert [(f.rule, f.line, f.evidence) for f in merged] == [
         ("CG102", 14, "confirmed"), ("CG101", 15, "not-reached"), ("CG402", 16, "not-reached")]
-    assert "the real capture stopped at line 14" in merged[1].message and merged[1].severity == "error"
+    assert "the real capture stopped at line 14" in merged[1].text and merged[1].message == cpu[1].message and merged[1].severity == "error"
     assert merged[1].status == " (not reached by the capture)" and merged[0].status == " (confirmed by the capture)"
 
 
@@ -171,3 +171,34 @@ def test_the_whole_steps_finding_at_the_failing_line_is_the_confirmed_cause():
     gpu = [finding("CG501", "capture failed", file="/x/s.py", line=25)]  # the GPU trace did not explain it
     merged = complete_with_whole_step(gpu, [finding("CG105", file="/x/s.py", line=25)], raw)
     assert [(f.rule, f.evidence) for f in merged] == [("CG105", "confirmed")]
+
+
+def test_a_schema_2_report_still_reads_and_renders_as_before():
+    """Before schema 3 a verdict's reason was appended to the message and `skipped` held sentences: such a report
+    reads (reason, kind, origin, predicts null; each skipped sentence a record of code "unknown") and every renderer
+    shows the same text; a schema 3 report carries the reason as a field and renders it the same way."""
+    from rich.console import Console
+
+    from cgtool.model.report_parts import Skip
+    from cgtool.render.findings_console import render_findings
+
+    old = {"schema": 2, "script": "/x/s.py", "entry": "step", "status": "captured", "device": "cuda",
+           "findings": [{"rule": "CG101", "category": "sync", "severity": "info", "file": "/x/s.py", "line": 5,
+                         "message": "`.item()` reads a GPU value on the host [refuted: the real capture succeeded]",
+                         "evidence": "refuted"}],
+           "skipped": ["graph.svg: Graphviz `dot` is not installed"]}
+    back = Report.from_json(old)
+    [f] = back.findings
+    assert (f.reason, f.kind, f.origin, f.predicts) == (None, None, None, None)
+    assert back.skipped == [Skip("unknown", "graph.svg: Graphviz `dot` is not installed")]
+    new = Report.from_json(json.loads(json.dumps(back.to_json())))
+    assert new.to_json()["schema"] == 3 and new.skipped == back.skipped
+    current = Finding("CG101", "sync", "info", "`.item()` reads a GPU value on the host", "/x/s.py", 5,
+                      evidence="refuted", predicts="capture-fails", reason="the real capture succeeded")
+    assert Finding.from_json(json.loads(json.dumps(current.to_json()))) == current
+    shown = []
+    for finding_ in (f, current):
+        out = Console(record=True, width=300, no_color=True)
+        render_findings([finding_], out)
+        shown.append(out.export_text())
+    assert shown[0] == shown[1] and "host [refuted: the real capture succeeded] (refuted by the capture)" in shown[0]

@@ -214,7 +214,6 @@ def test_capture_phase_and_last_user_frame():
     its = tracer.trace.iterations
     assert [(it.index, it.phase) for it in its] == [(0, "warmup"), (1, "capture")]
     assert tracer.last_user_frame().source == "torch.ones(1).sub(1)  # the last op"
-    assert tracer.trace.culprit("capture") == tracer.last_user_frame()
 
 
 def test_backward_ops_are_attributed_to_the_backward_line():
@@ -237,7 +236,7 @@ def test_a_user_exception_passes_through_and_is_kept():
         with pytest.raises(ZeroDivisionError):
             with tracer.iteration(0):
                 torch.ones(1).add(1)
-                1 / 0
+                _ = 1 / 0
     assert tracer.trace.iterations[0].error.startswith("ZeroDivisionError")
 
 

@@ -28,7 +28,7 @@ def test_a_failed_capture_lists_what_comes_after_its_line():
     report = complete_report(job, _gpu_report(), timeout=300)
     got = [(f.rule, f.line, f.evidence) for f in report.findings]
     assert got == [("CG102", 23, "confirmed"), ("CG101", 24, "not-reached"), ("CG402", 25, "not-reached")], got
-    assert all("the real capture stopped at line 23" in f.message for f in report.findings[1:])
+    assert all("the real capture stopped at line 23" in f.reason for f in report.findings[1:])
 
 
 def test_only_a_failed_gpu_capture_needs_it():
@@ -49,7 +49,7 @@ def test_a_worker_that_died_capturing_gets_the_whole_step_too():
     assert needs_whole_step(job, report)
     got = [(f.rule, f.line, f.evidence) for f in complete_report(job, report, timeout=300).findings]
     assert got == [("CG102", 23, "not-reached"), ("CG101", 24, "not-reached"), ("CG402", 25, "not-reached")], got
-    assert "stopped at its first failure" in report.findings[0].message
+    assert "stopped at its first failure" in report.findings[0].text
 
 
 # ---- a failed capture that got past a line: refuted or untested there, not "not reached" --------------------
@@ -68,7 +68,7 @@ def test_a_capture_that_got_past_a_sync_line_refutes_it():
     got = {f.line: f for f in judge(found, CAPTURE_FAILED, _failure(("s.py:10", "s.py:12")), None)}
     assert got[20].evidence == "confirmed"
     assert got[10].evidence == "refuted" and got[10].severity == "info"
-    assert "ran this line without failing and failed later, at line 20" in got[10].message
+    assert "ran this line without failing and failed later, at line 20" in got[10].text
     assert got[12].evidence == "untested"  # a replay hazard: a failed capture never replays
     # nothing at the failing line explains the failure: an earlier call may have invalidated the capture
     alone = judge(found[:2], CAPTURE_FAILED, _failure(("s.py:10", "s.py:12")), None)
@@ -86,8 +86,8 @@ def test_the_whole_step_marks_lines_the_capture_got_past():
     got = {f.line: f for f in complete_with_whole_step(gpu, cpu, _failure(("s.py:10", "s.py:12")))}
     assert [(n, f.evidence) for n, f in sorted(got.items())] == [
         (10, "refuted"), (12, "untested"), (20, "confirmed"), (30, "not-reached")]
-    assert "not tested: the real capture ran this line and failed later, at line 20" in got[12].message
-    assert "not reached: the real capture stopped at line 20" in got[30].message
+    assert "not tested: the real capture ran this line and failed later, at line 20" in got[12].text
+    assert "not reached: the real capture stopped at line 20" in got[30].text
 
 
 def test_an_error_record_keeps_the_lines_passed():
@@ -173,7 +173,7 @@ def test_work_off_the_capturing_stream_is_confirmed_where_the_capture_failed_at_
              finding("CG201", "`aten.std` runs on stream 3", file="s.py", line=31)]
     got = judge(found, CAPTURE_FAILED, failure, None)
     assert [f.evidence for f in got] == ["untested", "confirmed"]
-    assert "the real capture failed at this line" in got[1].message
+    assert "the real capture failed at this line" in got[1].text
     assert check_capture_failure(failure, got) == []
     # the same failure at another line confirms nothing: CG501 stays the cause
     elsewhere = ErrorRecord("capture", "AcceleratorError", "x", (Frame("s.py", 40, "step", "y"),), None)

@@ -26,9 +26,6 @@ class Estimate:
     high: float
     confidence: float = 0.95
 
-    def contains(self, x: float) -> bool:
-        return self.low <= x <= self.high
-
     def to_json(self) -> dict[str, Any]:
         # JSON has no infinity: an unbounded side (too few samples, or a zero median) is written as null.
         return {"point": finite(self.point), "low": finite(self.low), "high": finite(self.high), "confidence": self.confidence}

@@ -30,6 +30,9 @@ class Prepared:
     instantiate_ms: float
     pool_bytes: int
     memory: Any = None  # GraphMemory of the captured graph
+    # a step whose state forbids calls without end (capture/counters.py: a counter every call advances): put back
+    # before each block (and before calibrating), and at most guard.max_calls calls per block
+    guard: Any = None
 
 
 def prepare(script: Any, size: int | None, settings: dict[str, Any], log: PhaseLog) -> Prepared:
@@ -46,8 +49,14 @@ def prepare(script: Any, size: int | None, settings: dict[str, Any], log: PhaseL
     def eager() -> None:
         script.call_step(state, static_inputs)
 
+    from cgtool.capture.counters import find_counters
+
+    # no replay check ran: the calls known safe in a row are warmup's
+    guard = find_counters(state, eager, captured.stream, int(settings.get("warmup", 3)))
+    if guard is not None:
+        log.phase("timing", guard.message())
     return Prepared({"eager": eager, "replay": captured.graph.replay}, captured.stream, captured.capture_ms, inst_ms,
-                    captured.pool_bytes, captured.memory)
+                    captured.pool_bytes, captured.memory, guard)
 
 
 def measure(prep: Prepared, settings: dict[str, Any], progress: PhaseLog, size: int | None = None) -> AdaptiveResult:
@@ -67,9 +76,15 @@ def measure(prep: Prepared, settings: dict[str, Any], progress: PhaseLog, size: 
     try:
         with torch.cuda.stream(stream):
             block_ms = float(settings.get("block_ms", 5.0))
-            iters = {m: (1 if flush else calibrate(fn, target_ms=block_ms)) for m, fn in fns.items()}
+            guard = prep.guard
+            reset = guard.reset if guard is not None else None
+            most = guard.max_calls if guard is not None else 1000
+            iters = {m: (1 if flush else calibrate(fn, target_ms=block_ms, max_iters=most, before=reset))
+                     for m, fn in fns.items()}
 
             def measure_round(mode: str) -> Block:
+                if reset is not None:
+                    reset()
                 probe = cpu_probe()  # how fast the CPU runs right now, just before the block
                 gpu, wall = time_block(fns[mode], iters[mode], stream, flush)
                 return Block({"gpu": [gpu], "wall": [wall]}, iterations=iters[mode], probe_us=probe)

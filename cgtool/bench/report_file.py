@@ -3,32 +3,17 @@ CgtoolError (exit 2) that says what is wrong, never Python's own words."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from cgtool.bench.result import BenchReport
 from cgtool.errors import CgtoolError, ExitCode
+from cgtool.files.inputs import BENCH_REPORT, read_json
 
 
 def read_bench_report(path: str | Path) -> BenchReport:
     """Load a bench report written by `cgtool bench --json/--out`; a CgtoolError (exit 2) says what is wrong."""
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CgtoolError(f"No such file: {p}", ExitCode.USAGE) from None
-    except IsADirectoryError:
-        raise CgtoolError(f"{p} is a folder: give the bench JSON written by --out", ExitCode.USAGE) from None
-    except OSError as exc:
-        raise CgtoolError(f"Cannot read bench report {p}: {exc.strerror or exc}", ExitCode.USAGE) from None
-    except UnicodeDecodeError:
-        raise CgtoolError(f"{p}: not a bench report: the file is not UTF-8 text", ExitCode.USAGE) from None
-    except json.JSONDecodeError as exc:
-        raise CgtoolError(f"{p}:{exc.lineno}: not valid JSON ({exc.msg}); is the file truncated?", ExitCode.USAGE) from None
-    except RecursionError:
-        raise CgtoolError(f"{p}: JSON nested too deeply to be a bench report", ExitCode.USAGE) from None
-    except ValueError:  # an integer of more than 4300 digits
-        raise CgtoolError(f"{p}: JSON with a number too long to read: not a bench report", ExitCode.USAGE) from None
+    data = read_json(str(p), BENCH_REPORT)  # the one reader: regular files only, bounded size and nesting
     try:
         return BenchReport.from_json(data)
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, OverflowError) as exc:

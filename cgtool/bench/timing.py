@@ -6,12 +6,19 @@ import time
 from typing import Any, Callable
 
 
-def calibrate(fn: Callable[[], None], target_ms: float = 5.0, max_iters: int = 1000) -> int:
-    """How many calls of `fn` make one timed block of about target_ms."""
+def calibrate(fn: Callable[[], None], target_ms: float = 5.0, max_iters: int = 1000,
+              before: Callable[[], None] | None = None) -> int:
+    """How many calls of `fn` make one timed block of about target_ms (at most max_iters); `before` runs before
+    each of the two calls it times (a stateful step's state put back)."""
     import torch
 
+    if before is not None:
+        before()
     fn()
     torch.cuda.synchronize()
+    if before is not None:
+        before()
+        torch.cuda.synchronize()
     t0 = time.perf_counter()
     fn()
     torch.cuda.synchronize()

@@ -66,7 +66,7 @@ def split_kernels(trace: dict[str, Any] | list[dict[str, Any]]) -> KernelSplit:
     call_ts: dict[int, float] = {}  # correlation id of any launch call -> its CPU timestamp
     for e in events:
         if e.get("cat") in ("cuda_runtime", "cuda_driver"):
-            corr = _corr(e)
+            corr = correlation(e)
             if corr is not None:
                 call_ts[corr] = float(e.get("ts", 0))
                 if is_graph_launch(str(e.get("name", ""))):
@@ -76,7 +76,7 @@ def split_kernels(trace: dict[str, Any] | list[dict[str, Any]]) -> KernelSplit:
     if steps:
         spans = [(float(s.get("ts", 0)), float(s.get("ts", 0)) + float(s.get("dur", 0))) for s in steps]
         for k in kernels:
-            ts = call_ts.get(_corr(k) or -1)
+            ts = call_ts.get(correlation(k) or -1)
             i = next((i for i, (lo, hi) in enumerate(spans) if ts is not None and lo <= ts <= hi), None)
             if i is not None:
                 by_step[i].append(k)
@@ -95,7 +95,7 @@ def split_kernels(trace: dict[str, Any] | list[dict[str, Any]]) -> KernelSplit:
 
 
 def _in_graph(k: dict[str, Any], launch_ts: dict[int, float]) -> bool:
-    return _corr(k) in launch_ts or _graph_node(k)
+    return correlation(k) in launch_ts or _graph_node(k)
 
 
 def _launches_of_last_step(steps: list[dict[str, Any]], launch_ts: dict[int, float],
@@ -106,18 +106,18 @@ def _launches_of_last_step(steps: list[dict[str, Any]], launch_ts: dict[int, flo
         lo, hi = float(last.get("ts", 0)), float(last.get("ts", 0)) + float(last.get("dur", 0))
         wanted = sorted(c for c, ts in launch_ts.items() if lo <= ts <= hi)
     else:
-        wanted = sorted(launch_ts, key=launch_ts.get)
-    order = {c: i for i, c in enumerate(sorted(wanted, key=lambda c: launch_ts[c]))}
+        wanted = sorted(launch_ts, key=lambda c: launch_ts[c])
+    order: dict[int | None, int] = {c: i for i, c in enumerate(sorted(wanted, key=lambda c: launch_ts[c]))}
     acc: list[list[float]] = [[0, 0.0] for _ in order]
     for k in in_graph:
-        i = order.get(_corr(k))
+        i = order.get(correlation(k))
         if i is not None:
             acc[i][0] += 1
             acc[i][1] += float(k.get("dur", 0))
     return [(int(c), us) for c, us in acc]
 
 
-def _corr(e: dict[str, Any]) -> int | None:
+def correlation(e: dict[str, Any]) -> int | None:
     args = e.get("args") or {}
     value = args.get("correlation", args.get("correlation id"))
     try:
@@ -146,17 +146,17 @@ def replay_events(trace: dict[str, Any] | list[dict[str, Any]]) -> list[list[tup
     launches: dict[int, float] = {}
     for e in events:
         if e.get("cat") in ("cuda_runtime", "cuda_driver") and is_graph_launch(str(e.get("name", ""))):
-            corr = _corr(e)
+            corr = correlation(e)
             if corr is not None:
                 launches[corr] = float(e.get("ts", 0))
     groups: dict[int, list[dict[str, Any]]] = {c: [] for c in launches}
     for e in events:
         if e.get("cat") in TIMED_CATS and e.get("ph") == "X":
-            corr = _corr(e)
+            corr = correlation(e)
             if corr in groups:
                 groups[corr].append(e)
     out = []
-    for corr in sorted(groups, key=launches.get):
+    for corr in sorted(groups, key=lambda c: launches[c]):
         ks = sorted(groups[corr], key=lambda e: float(e.get("ts", 0)))
         if ks:
             out.append([(str(k.get("name", "?")), str(k.get("cat")), float(k.get("dur", 0))) for k in ks])
@@ -172,21 +172,21 @@ def eager_events(trace: dict[str, Any] | list[dict[str, Any]]) -> tuple[list[tup
                   for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X"), key=lambda o: (o[0], -o[1]))
     outer: list[tuple[float, float, Any]] = []  # ops held by no other op on their thread
     last: dict[Any, tuple[float, float, Any]] = {}  # thread -> its latest outermost op
-    for op in ops:
-        held = last.get(op[2])
-        if held is None or not (held[0] <= op[0] and op[1] <= held[1]):
-            outer.append(op)
-            last[op[2]] = op
-    calls = {}
+    for span in ops:
+        held = last.get(span[2])
+        if held is None or not (held[0] <= span[0] and span[1] <= held[1]):
+            outer.append(span)
+            last[span[2]] = span
+    calls: dict[int | None, tuple[float, Any]] = {}
     for e in events:
         if e.get("cat") in ("cuda_runtime", "cuda_driver"):
-            corr = _corr(e)
+            corr = correlation(e)
             if corr is not None:
                 calls[corr] = (float(e.get("ts", 0)), e.get("tid"))
     rows = []
     for k in sorted((e for e in events if e.get("cat") in TIMED_CATS and e.get("ph") == "X"),
                     key=lambda e: float(e.get("ts", 0))):
-        call = calls.get(_corr(k))
+        call = calls.get(correlation(k))
         op = -1
         if call is not None:
             op = next((i for i, o in enumerate(outer) if o[2] == call[1] and o[0] <= call[0] <= o[1]), -1)

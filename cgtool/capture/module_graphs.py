@@ -151,8 +151,9 @@ def graph_module(module: Any, call: Call, stream: Any) -> GraphedModule:
     bound = Bound()
     with kept_graphs() as kept, call_context(call):
         if call.grad:
-            graphed = torch.cuda.make_graphed_callables(bound, static, num_warmup_iters=3,
-                                                             allow_unused_input=True)
+            with accumulators_on(bound, stream):
+                graphed = torch.cuda.make_graphed_callables(bound, static, num_warmup_iters=3,
+                                                            allow_unused_input=True)
         else:
             graphed = _forward_graph(bound, static, stream)
     kernels = _kernel_nodes(kept)
@@ -167,6 +168,23 @@ def graph_module(module: Any, call: Call, stream: Any) -> GraphedModule:
 
     done.forward = forward
     return done
+
+
+@contextmanager
+def accumulators_on(module: Any, stream: Any) -> Iterator[None]:
+    """Every parameter's AccumulateGrad node made on `stream` (the stream the step runs on) and held while the
+    body runs. make_graphed_callables warms up on a stream of its own and keeps its last warmup's autograd graph
+    while capturing, so without this the graphed callable's parameters accumulate their gradients on that
+    stream, not on the one the step's backward runs on (PyTorch warns: "The AccumulateGrad node's stream does not
+    match the stream of the node that produced the incoming gradient")."""
+    import torch
+
+    with torch.cuda.stream(stream):
+        held = [p.view_as(p) for p in module.parameters() if p.requires_grad]
+    try:
+        yield
+    finally:
+        del held
 
 
 def _forward_graph(bound: Any, static: tuple[Any, ...], stream: Any) -> Any:

@@ -21,6 +21,7 @@ from cgtool.capture.harness import warmup
 from cgtool.model.partial import SplitPoint
 from cgtool.model.phase_log import PhaseLog
 from cgtool.script.contract import Args, Script, ScriptRaised
+from cgtool.trace.patches import Patches
 
 RECORD_CALLS = 3  # cudagraph trees: the first call warms up, the next records, later ones replay
 SKIP_LOGGER = "torch._inductor.cudagraph_utils.__cudagraphs"  # where the backend says why it left a piece eager
@@ -183,11 +184,12 @@ def kept_graphs(enabled: bool = True) -> Iterator[list[Any]]:
             except TypeError:  # a torch without keep_graph
                 super().__init__(*args, **kwargs)
 
-    torch.cuda.CUDAGraph = KeptGraph
+    patches = Patches()
+    patches.set(torch.cuda, "CUDAGraph", KeptGraph)
     try:
         yield made
     finally:
-        torch.cuda.CUDAGraph = original
+        patches.undo_all()
 
 
 def _has_graph(graph: Any) -> bool:

@@ -1,99 +1,42 @@
-"""After capture: does replay compute what eager computes?
+"""After capture: does replay compute what eager computes, step after step?
 
-The check runs eager and replay from identical starting state (parameters, buffers, optimizer state
-and the CUDA RNG state are snapshotted and restored) on the same fresh inputs, then compares every
-output tensor and every state tensor with tolerances by dtype.
+K consecutive steps (`--check-steps`, capture/compare_runs.py's DEFAULT_STEPS) run eager and replayed from identical
+starting state (parameters, buffers, optimizer state, the CUDA RNG state and the Python side of setup's state are
+snapshotted and restored) on the same fresh inputs; every output tensor and every state tensor is compared after
+every step with tolerances by dtype and eager's own noise (capture/compare_runs.py, the comparator the pieces and
+the module map use too). The first step that differs is reported, with its tensors.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from cgtool.capture.compare_runs import DEFAULT_STEPS, InputsRefused, compare_steps, inputs_label, step_inputs
 from cgtool.capture.harness import Captured
-from cgtool.capture.tensors import (
-    OUTPUT_NOISE_LIMIT,
-    STATE_NOISE_LIMIT,
-    clone_tree,
-    compare,
-    copy_inputs,
-    max_abs_diff,
-    restore,
-    rounding_noise,
-    snapshot,
-    state_tensors,
-)
+from cgtool.capture.tensors import copy_inputs
 from cgtool.model.report import ReplayCheck
 from cgtool.script.contract import Script, ScriptRaised
 
 
-def check_replay(script: Script, captured: Captured, device: Any, index: int) -> ReplayCheck:
-    """Compare replay with eager on inputs(index) (or the capture's inputs when there is no inputs())."""
-    import torch
+def check_replay(script: Script, captured: Captured, device: Any, index: int, steps: int = DEFAULT_STEPS,
+                 size: int | None = None) -> ReplayCheck:
+    """Compare `steps` replays with eager on inputs(index), inputs(index + 1), ... (or the capture's inputs when
+    there is no inputs())."""
+    fresh = step_inputs(script, index, steps, device, size) if script.inputs is not None else [None] * steps
+    static = captured.static_inputs
 
-    fresh = None
-    if script.inputs is not None:
+    def eager(inputs: Any) -> Any:
         try:
-            fresh = script.call_inputs(index, device)
+            return script.call_step(captured.state, inputs if inputs is not None else static)
         except Exception as exc:
-            raise ScriptRaised("inputs", exc) from None
-        label = f"inputs({index}), fresh"
-    else:
-        label = "setup's values (the script has no inputs())"
-    pairs = state_tensors((captured.state.args, captured.state.kwargs))
-    start = snapshot(pairs)
-    rng = torch.cuda.get_rng_state()
-    stream = captured.stream
+            raise ScriptRaised("replay-check", exc) from None
 
-    def eager_from_start() -> tuple[list[tuple[str, Any]], list[Any]]:
-        restore(pairs, start)
-        torch.cuda.set_rng_state(rng)
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            try:
-                out = script.call_step(captured.state, fresh if fresh is not None else captured.static_inputs)
-            except Exception as exc:
-                raise ScriptRaised("replay-check", exc) from None
-        torch.cuda.current_stream().wait_stream(stream)
-        torch.cuda.synchronize()
-        return clone_tree(out), snapshot(pairs)
+    def replay(inputs: Any) -> Any:
+        if inputs is not None and static is not None:
+            problems = copy_inputs((static.args, static.kwargs), (inputs.args, inputs.kwargs))
+            if problems:
+                raise InputsRefused("; ".join(problems))
+        captured.graph.replay()
+        return captured.static_output
 
-    # Eager twice from the starting state: what eager itself varies by (nondeterministic kernels) is the
-    # floor replay is held to, beside the dtype's tolerance.
-    eager_out, eager_state = eager_from_start()
-    again_out, again_state = eager_from_start()
-    again = dict(again_out)
-    noise = {name: max_abs_diff(t, again[name]) for name, t in eager_out if name in again}
-    state_noise = [max_abs_diff(a, b) for a, b in zip(eager_state, again_state)]
-    # slack only for rounding: small against an output's values, or against how much the step moved a state tensor
-    out_slack = {name: rounding_noise(noise.get(name, 0.0), max_abs_diff(t, t * 0), OUTPUT_NOISE_LIMIT)
-                 for name, t in eager_out}
-    state_slack = [rounding_noise(n, max_abs_diff(after, before), STATE_NOISE_LIMIT)
-                   for n, after, before in zip(state_noise, eager_state, start)]
-
-    # Replay from the same starting state.
-    restore(pairs, start)
-    torch.cuda.set_rng_state(rng)
-    problems: list[str] = []
-    if fresh is not None and captured.static_inputs is not None:
-        problems = copy_inputs((captured.static_inputs.args, captured.static_inputs.kwargs),
-                               (fresh.args, fresh.kwargs))
-    if problems:
-        return ReplayCheck("mismatch", label, (), "replay cannot take these inputs: " + "; ".join(problems))
-    captured.graph.replay()
-    torch.cuda.synchronize()
-    replay_out = clone_tree(captured.static_output)
-    diffs = []
-    replay_names = dict(replay_out)
-    for name, e in eager_out:
-        r = replay_names.get(name)
-        if r is not None:
-            diffs.append(compare(name, e, r, noise.get(name, 0.0), out_slack.get(name, 0.0)))
-    for (name, t), e, n, slack in zip(pairs, eager_state, state_noise, state_slack):
-        diffs.append(compare(name, e, t.detach(), n, slack))
-    note = ""
-    if len(replay_out) != len(eager_out):
-        note = f"eager returned {len(eager_out)} tensors, the captured step {len(replay_out)}"
-    if not diffs:
-        return ReplayCheck("skipped", label, (), "the step returns no tensors and holds no state tensors to compare")
-    ok = all(d.ok for d in diffs) and not note
-    return ReplayCheck("match" if ok else "mismatch", label, tuple(diffs), note)
+    return compare_steps(captured.state, eager, replay, fresh, captured.stream, inputs_label(script, index, steps))

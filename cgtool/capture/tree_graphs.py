@@ -24,6 +24,8 @@ def read_tree_graphs(mgr: Any, work_dir: str | None) -> tuple[list[TreeGraph], l
         gid, fid = int(getattr(node.id, "id", 0)), int(getattr(node.wrapped_function.id, "id", 0))
         g = getattr(node, "graph", None)
         try:
+            if g is None:
+                raise LookupError("the tree node holds no CUDA graph")
             handle = int(g.raw_cuda_graph())
             graph = read_cuda_graph(handle)
         except Exception as exc:

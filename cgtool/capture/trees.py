@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Any
+from typing import Any, cast
 
 from cgtool.model.compiled_logs import is_cudagraph_logger
 from cgtool.trace.patches import Patches
@@ -79,7 +79,7 @@ class TreesObserver:
 
         def undo() -> None:
             warnings.showwarning = orig
-            warnings.filters[:] = filters
+            cast("list[Any]", warnings.filters)[:] = filters  # a list at run time (typeshed: Sequence)
 
         self._patches.on_undo(undo)
 
@@ -175,7 +175,7 @@ def symint_keys(closures: list[Any]) -> list[dict[str, Any]]:
     """Each cudagraphify closure's fn_cache: key (symints / int inputs) → the tree function made for it."""
     out = []
     for fn in closures:
-        cells = dict(zip(getattr(fn, "__code__", None).co_freevars if hasattr(fn, "__code__") else (),
+        cells = dict(zip(fn.__code__.co_freevars if hasattr(fn, "__code__") else (),
                          getattr(fn, "__closure__", None) or ()))
         try:
             cache = cells["fn_cache"].cell_contents

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from cgtool.model.finding import CONFIRMED, Finding
+from cgtool.model.finding import CONFIRMED, GPU_CAPTURE, Finding
 from cgtool.model.frame import Frame
 from cgtool.model.report import ErrorRecord, Report
 from cgtool.model.rules import finding
+
+
+def _observed(rule: str, message: str, **fields: object) -> Finding:
+    """A finding of the real capture itself (origin GPU_CAPTURE)."""
+    return finding(rule, message, origin=GPU_CAPTURE, **fields)  # type: ignore[arg-type]
 
 
 def check_capture_failure(record: ErrorRecord, found: list[Finding]) -> list[Finding]:
@@ -19,17 +24,17 @@ def check_capture_failure(record: ErrorRecord, found: list[Finding]) -> list[Fin
     if any(f.evidence == CONFIRMED for f in found):
         return []
     if "capturable is False" in record.message:  # torch refused: the optimizer was made without capturable=True
-        return [finding("CG404", f"the optimizer is not capturable: PyTorch refused the capture ({record.message})",
+        return [_observed("CG404", f"the optimizer is not capturable: PyTorch refused the capture ({record.message})",
                         **_at(frame), evidence=CONFIRMED)]
     if frame is None and any(f.severity == "error" for f in found):
         return []  # no line to compare with: the trace's error finding is the best explanation
     text = f"{record.cuda_error or ''} {record.message}"
     if any(k in text for k in ("CUBLAS_STATUS_NOT_INITIALIZED", "cudnnFind", "CUDNN_STATUS", "cublasCreate")):
-        return [finding("CG403", f"a library initialised itself inside capture: {record.message}",
+        return [_observed("CG403", f"a library initialised itself inside capture: {record.message}",
                         file=frame.file if frame else None, line=frame.line if frame else None,
                         source=frame.source if frame else None, function=frame.function if frame else None)]
     cuda = f" ({record.cuda_error})" if record.cuda_error else ""
-    return [finding("CG501", f"capture failed{cuda}: {record.message}",
+    return [_observed("CG501", f"capture failed{cuda}: {record.message}",
                     file=frame.file if frame else None, line=frame.line if frame else None,
                     source=frame.source if frame else None, function=frame.function if frame else None)]
 
@@ -49,10 +54,10 @@ def check_captured(report: Report, entry: Frame | None = None, first_op: Frame |
     if any(f.rule == "CG502" for f in report.findings):
         pass  # the trace already named the line
     elif report.graph is not None and not report.graph.nodes:
-        out.append(finding("CG502", "the captured graph is empty: step issued no GPU work on the capturing stream",
+        out.append(_observed("CG502", "the captured graph is empty: step issued no GPU work on the capturing stream",
                            **empty_at))
     elif report.graph is not None and not any(n.kind not in ("empty",) for n in report.graph.nodes):
-        out.append(finding("CG502", "the captured graph holds only empty nodes: no kernels or copies were captured",
+        out.append(_observed("CG502", "the captured graph holds only empty nodes: no kernels or copies were captured",
                            **empty_at))
     replay = report.replay
     if replay is not None and replay.status == "mismatch":
@@ -62,5 +67,7 @@ def check_captured(report: Report, entry: Frame | None = None, first_op: Frame |
         more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
         explained = [f for f in report.findings if f.severity == "error"]
         cause = f"; likely cause: {explained[0].rule} at line {explained[0].line}" if explained else ""
-        out.append(finding("CG503", f"replay differs from eager on {replay.inputs}: {detail}{more}{cause}", **at))
+        step = (f" at step {replay.first_differing_step} of {replay.steps}"
+                if replay.first_differing_step and replay.steps > 1 else "")
+        out.append(_observed("CG503", f"replay differs from eager{step} on {replay.inputs}: {detail}{more}{cause}", **at))
     return out

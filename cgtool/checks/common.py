@@ -12,25 +12,25 @@ from cgtool.model.trace import Iteration, OpRecord, Trace
 
 
 def finding_at(trace: Trace, rule: str, frame: int, message: str, hint: str | None = None,
-               severity: str | None = None) -> Finding:
-    """A finding for `rule` at trace frame `frame` (no location when -1)."""
-    return finding_for(rule, trace.frame(frame), message, hint, severity)
+               severity: str | None = None, kind: str | None = None) -> Finding:
+    """A finding for `rule` (of `kind`: model/rules.py, Kind) at trace frame `frame` (no location when -1)."""
+    return finding_for(rule, trace.frame(frame), message, hint, severity, kind)
 
 
 def finding_at_op(trace: Trace, rule: str, op: OpRecord, message: str, hint: str | None = None,
-                  severity: str | None = None) -> Finding:
+                  severity: str | None = None, kind: str | None = None) -> Finding:
     """A finding for `rule` at the op's user line, naming the library frame that issued the op, if any."""
-    f = finding_at(trace, rule, op.frame, message, hint, severity)
+    f = finding_at(trace, rule, op.frame, message, hint, severity, kind)
     lib = trace.frame(op.lib)
     return replace(f, library=library_place(lib)) if lib is not None else f
 
 
 def finding_for(rule: str, f: Frame | None, message: str, hint: str | None = None,
-                severity: str | None = None) -> Finding:
+                severity: str | None = None, kind: str | None = None) -> Finding:
     if f is None:
-        return finding(rule, message, hint=hint, severity=severity)
+        return finding(rule, message, hint=hint, severity=severity, kind=kind)
     return finding(rule, message, file=f.file, line=f.line, source=f.source, function=f.function, hint=hint,
-                   severity=severity)
+                   severity=severity, kind=kind)
 
 
 def quote(trace: Trace, frame: int) -> str:
@@ -131,6 +131,3 @@ def alignments(trace: Trace) -> Iterator[Alignment]:
         yield align(its[0], other)
 
 
-def frames_with(trace: Trace, names: frozenset[str] | set[str]) -> set[int]:
-    """Frames (per iteration-independent index) where an op of one of `names` ran on device data."""
-    return {op.frame for it in trace.iterations for op in it.ops if op.name in names and not op.host}

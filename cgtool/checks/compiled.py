@@ -7,6 +7,7 @@ from __future__ import annotations
 from cgtool.model.compiled import (
     DYNAMIC_SHAPES,
     FALLBACKS,
+    GUARD_SIZE,
     OVERWRITTEN,
     PARTITION,
     PENDING_BACKWARD,
@@ -17,7 +18,9 @@ from cgtool.model.compiled import (
     CompiledRun,
     GraphBreak,
 )
-from cgtool.model.finding import Finding
+from dataclasses import replace
+
+from cgtool.model.finding import COMPILED, Finding
 from cgtool.model.frame import Frame
 from cgtool.model.rules import finding
 
@@ -76,13 +79,14 @@ def _break_finding(run: CompiledRun, b: GraphBreak) -> Finding:
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
-    """One finding per rule and line (a re-record and the recompile behind it name the same call)."""
+    """One finding per rule and line (a re-record and the recompile behind it name the same call), each of origin
+    COMPILED."""
     seen, out = set(), []
     for f in findings:
         key = (f.rule, f.file, f.line)
         if key not in seen:
             seen.add(key)
-            out.append(f)
+            out.append(replace(f, origin=COMPILED))
     return out
 
 
@@ -91,21 +95,21 @@ def _recompiles(run: CompiledRun, site: Frame | None) -> list[Finding]:
     distinct size; other guards (a Python number's value) failing twice or more mean a graph per value."""
     out = []
     calls = [e for e in run.of_kind(RECOMPILE) if e.frame is not None]
-    shapes = [e for e in calls if _per_value(e.reason)]
+    shapes = [e for e in calls if e.guard_on]
     if shapes:
         e = shapes[0]
-        what = "input shapes change" if "size mismatch" in e.reason else "a Python int argument changes"
-        out.append(_at(finding("CG702", f"{what} between calls ({e.reason.split(': ', 1)[-1]}): dynamo recompiles "
+        what = "input shapes change" if e.guard_on == GUARD_SIZE else "a Python int argument changes"
+        out.append(_at(finding("CG702", f"{what} between calls ({e.guard}): dynamo recompiles "
                                         "with it as a symbol and torch.compile records a CUDA graph per distinct "
                                         f"value{_context(site, e.frame)}"), e.frame))
     per_fn: dict[str, list[CompiledEvent]] = {}
     for e in calls:
-        if not _per_value(e.reason):
-            per_fn.setdefault(e.reason.split(" recompiled", 1)[0], []).append(e)
+        if not e.guard_on:
+            per_fn.setdefault(e.function, []).append(e)
     for fn, evs in per_fn.items():
         n = sum(e.count for e in evs)
         if n >= RERECORD_LIMIT:
-            why = evs[-1].reason.split(": ", 1)[-1]
+            why = evs[-1].guard
             out.append(_at(finding("CG702", f"dynamo recompiled {_code_name(fn)} {n} times (each time a new graph to "
                                             f"compile and record): {why}{_context(site, evs[0].frame)}"),
                            evs[0].frame))
@@ -127,14 +131,6 @@ def _rerecords(run: CompiledRun, site: Frame | None) -> list[Finding]:
         out.append(_at(finding("CG702", f"a compiled function re-recorded its CUDA graph {worst} times: {why}"
                                         f"{_context(site, frame)}"), frame))
     return out
-
-
-def _per_value(reason: str) -> bool:
-    """A guard on a shape or on a Python int: once dynamo makes it a symbol, CUDAGraph Trees record one graph per
-    distinct value (they key their graphs on the int inputs)."""
-    import re
-
-    return "size mismatch" in reason or re.search(r"== -?\d+\s*$", reason) is not None
 
 
 def _code_name(fn: str) -> str:
@@ -171,6 +167,4 @@ def _site_frame(run: CompiledRun) -> Frame | None:
 def _at(f: Finding, frame: Frame | None) -> Finding:
     if frame is None:
         return f
-    from dataclasses import replace
-
     return replace(f, file=frame.file, line=frame.line, source=frame.source or None, function=frame.function or None)

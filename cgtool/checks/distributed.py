@@ -1,13 +1,15 @@
-"""Checks across the ranks of a distributed run (CG601-CG607): plain functions on the ranks' records
+"""Checks across the ranks of a distributed run (CG601-CG609): plain functions on the ranks' records
 (collectives, DDP wrappers, reports, facts); docs/rules.md documents each rule."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
-from cgtool.model.finding import Finding
+from cgtool.model.finding import CONFIRMED, RANKS, Finding
 from cgtool.model.frame import Frame
 from cgtool.model.ranks import Collective, RankResult
+from cgtool.model.report_parts import PEERS_NOT_READY
 from cgtool.model.rules import finding
 
 DDP_MIN_WARMUP = 11  # PyTorch's docs ("Usage with DistributedDataParallel"); measured: 3 fail, 11 capture
@@ -17,8 +19,9 @@ PHASES = ("warmup", "capture")  # the phases whose collectives every rank runs i
 
 def _at(rule: str, message: str, frame: Frame | None, script: str | None = None) -> Finding:
     if frame is None:
-        return finding(rule, message, file=script)
-    return finding(rule, message, file=frame.file, line=frame.line, source=frame.source, function=frame.function)
+        return finding(rule, message, file=script, origin=RANKS)
+    return finding(rule, message, file=frame.file, line=frame.line, source=frame.source, function=frame.function,
+                   origin=RANKS)
 
 
 def _where(c: Collective | None) -> str:
@@ -57,6 +60,24 @@ def check_collective_order(ranks: Sequence[RankResult]) -> list[Finding]:
     return []
 
 
+def check_divergence(ranks: Sequence[RankResult]) -> list[Finding]:
+    """CG601 as it happened: the first place where a rank saw the ranks' collectives part (rank_sequence.py),
+    at the line of the call that has no partner (the earliest iteration's, or the only one)."""
+    found = next((r.divergence for r in ranks if r.divergence), None)
+    if not found:
+        return []
+    sigs = [s for s in found.get("ranks", {}).values() if s]
+    order = {p: i for i, p in enumerate(("setup", "warmup", "capture"))}
+    odd = min(sigs, key=lambda s: (order.get(s.get("phase"), 9), s.get("iteration", -1)), default=None)
+    if odd is None or not odd.get("line"):
+        return [_at("CG601", found.get("message", ""), None)]
+    import linecache
+
+    source = linecache.getline(odd["file"], odd["line"]).strip() if odd.get("file") else ""
+    return [finding("CG601", found.get("message", ""), file=odd.get("file"), line=odd.get("line"),
+                    source=source or None)]
+
+
 def check_uncaptured_collectives(ranks: Sequence[RankResult]) -> list[Finding]:
     """CG602: a collective of the capture phase issued while the current stream was not capturing (GPU run)."""
     out, seen = [], set()
@@ -92,7 +113,7 @@ def check_rank_failures(ranks: Sequence[RankResult]) -> list[Finding]:
     def waiting(r: RankResult) -> str:
         last = r.collectives[-1] if r.collectives else None
         state = f"stopped in {r.phase or 'start-up'} ({r.exit})" if r.report is None else "captured; replay check " \
-            "and timing skipped" if any(s.startswith("replay check and timing: rank") for s in r.report.skipped) \
+            "and timing skipped" if any(s.code == PEERS_NOT_READY for s in r.report.skipped) \
             else "finished"
         return f"rank {r.rank} {state}" + (f", last collective {_where(last)}" if r.report is None and last else "")
     if not own:
@@ -108,6 +129,56 @@ def check_rank_failures(ranks: Sequence[RankResult]) -> list[Finding]:
         others = "; ".join(waiting(w) for w in waited)
         out.append(_at("CG603", f"rank {r.rank} {what}; meanwhile {others}", frame))
     return out
+
+
+# Collectives that make the host wait: a barrier waits for every rank (NCCL: a one-element all-reduce, then a
+# device synchronization); the *_object collectives pickle Python objects and move them through host memory.
+HOST_SYNCING = ("barrier", "monitored_barrier", "all_gather_object", "broadcast_object_list", "gather_object",
+                "scatter_object_list")
+
+
+def _in_step(c: Collective) -> bool:
+    """Called inside the step by the user's own line (not by a library the line called: FSDP's setup barrier)."""
+    return (c.phase in PHASES and c.iteration >= 0 and c.frame is not None
+            and f"{c.op}(" in (c.frame.source or ""))
+
+
+def check_host_collectives(ranks: Sequence[RankResult]) -> list[Finding]:
+    """CG608 (a host-synchronizing collective inside the step), confirmed where a rank's capture failed at
+    its line; CG609 (all_to_all_single with split sizes given as host lists inside the step)."""
+    out: list[Finding] = []
+    seen: set[tuple[str, object, object]] = set()
+    failed_at = {(e.user_frame.file, e.user_frame.line) for r in ranks if r.report is not None
+                 for e in r.report.errors if e.phase == "capture" and e.user_frame is not None}
+    for r in ranks:
+        for c in r.collectives:
+            frame = c.frame
+            if frame is None or not _in_step(c) or (c.op, frame.file, frame.line) in seen:
+                continue
+            if c.op in HOST_SYNCING:
+                seen.add((c.op, frame.file, frame.line))
+                what = ("waits on the host until every rank reached it (NCCL: an all-reduce, then a device "
+                        "synchronization)" if "barrier" in c.op else
+                        "pickles Python objects and moves them through host memory (a device-to-host copy)")
+                hit = (frame.file, frame.line) in failed_at
+                f = _at("CG608", f"{c.op}() inside the step {what}: capture does not allow a host synchronization"
+                                 + (" (the real capture failed at this line)" if hit else ""), frame)
+                out.append(replace(f, evidence=CONFIRMED) if hit else f)
+            elif c.op == "all_to_all_single" and "sizes[" in c.detail:
+                seen.add((c.op, frame.file, frame.line))
+                out.append(_at("CG609", "all_to_all_single with split sizes given as Python lists inside the step: "
+                                        "the host must know them (a .tolist() of routing counts is a device sync) and "
+                                        "the graph keeps the captured sizes for every replay", frame))
+    return out
+
+
+def drop_explained_failures(ranks: Sequence[RankResult], cross: list[Finding]) -> None:
+    """A rank's CG501 ("capture failed", nothing explains it) at the line of a confirmed CG608 is explained
+    by it: the rank's report keeps the CG608 reason instead of the generic one."""
+    lines = {(f.file, f.line) for f in cross if f.rule == "CG608" and f.evidence == CONFIRMED}
+    for r in ranks:
+        if r.report is not None and lines:
+            r.report.findings = [f for f in r.report.findings if not (f.rule == "CG501" and (f.file, f.line) in lines)]
 
 
 def check_ddp(ranks: Sequence[RankResult], warmup: int) -> list[Finding]:
@@ -160,6 +231,8 @@ def check_nccl(ranks: Sequence[RankResult], script: str | None = None) -> list[F
 
 def check_distributed(ranks: Sequence[RankResult], warmup: int, script: str | None = None) -> list[Finding]:
     """Every cross-rank finding, in rule order."""
-    out = (check_collective_order(ranks) + check_uncaptured_collectives(ranks) + check_rank_failures(ranks)
-           + check_ddp(ranks, warmup) + check_nccl(ranks, script))
+    diverged = check_divergence(ranks)  # found as it happened: the ranks were stopped there, none failed by itself
+    out = ((diverged or check_collective_order(ranks)) + check_uncaptured_collectives(ranks)
+           + ([] if diverged else check_rank_failures(ranks)) + check_ddp(ranks, warmup) + check_nccl(ranks, script)
+           + check_host_collectives(ranks))
     return sorted(out, key=lambda f: f.rule)

@@ -13,11 +13,11 @@ from __future__ import annotations
 from cgtool.checks.common import alignments, capture_iterations, compared_iterations, finding_at, finding_at_op
 from cgtool.checks.sync import is_optimizer_host_read
 from cgtool.model.finding import Finding
+from cgtool.model.rules import PAGEABLE_COPY, PYTHON_NUMBER, RULE_BY_ID
 from cgtool.model.trace import ATEN, CALL, OpRecord, Trace
 from cgtool.trace import op_roles as R
 
-_PAGEABLE = ("capture fails: `Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU "
-             "tensor is pinned`")
+_PAGEABLE = f"capture fails: `{RULE_BY_ID['CG402'].kind(PAGEABLE_COPY).capture_error}`"  # type: ignore[union-attr]
 _SYNC_NAMES = frozenset(R.SCALAR_READ_CALLS) | R.SCALAR_READ_ATEN | frozenset(R.TO_HOST_CALLS)
 
 
@@ -44,9 +44,10 @@ def _copy_finding(trace: Trace, op: OpRecord, d: dict) -> Finding | None:
         what = f"`{op.name}` copies a{'' if pinned else ' pageable (not pinned)'} host tensor{origin} to the GPU"
     if src == "step":
         tail = "" if pinned else f"; {_PAGEABLE}"
-        return finding_at_op(trace, "CG402", op, f"{what}: replay reuses the value from capture{tail}")
+        return finding_at_op(trace, "CG402", op, f"{what}: replay reuses the value from capture{tail}",
+                             kind=None if pinned else PAGEABLE_COPY)
     if not pinned:
-        return finding_at_op(trace, "CG402", op, f"{what}: {_PAGEABLE}")
+        return finding_at_op(trace, "CG402", op, f"{what}: {_PAGEABLE}", kind=PAGEABLE_COPY)
     return None
 
 
@@ -69,7 +70,7 @@ def check_host_scalars(trace: Trace) -> list[Finding]:
                 out.append(finding_at(trace, "CG402", a.frame, f"the Python number passed to `{a.name}` changes "
                                       f"between iterations ({_show(changed)}): the graph keeps the value from "
                                       "capture", hint="Keep the value in a device tensor and update it in place "
-                                      "(buf.fill_(v) or buf.copy_(...)) before each replay."))
+                                      "(buf.fill_(v) or buf.copy_(...)) before each replay.", kind=PYTHON_NUMBER))
     return out
 
 

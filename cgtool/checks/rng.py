@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from cgtool.checks.common import capture_iterations, finding_at_op, quote
 from cgtool.model.finding import Finding
+from cgtool.model.rules import RULE_BY_ID
 from cgtool.model.trace import ATEN, OpRecord, Trace
 
 # aten ops (packet names) that draw from a generator.
@@ -37,8 +38,8 @@ def check_rng(trace: Trace) -> list[Finding]:
             if not d or d.get("generator") != "custom" or d.get("generator_device") != "device" or op.host:
                 continue
             out.append(finding_at_op(trace, "CG401", op, f"`{op.name}` draws from a custom generator "
-                                  "(`generator=`) that the graph does not know; capture fails with `Attempt to "
-                                  "increase offset for a CUDA generator not in capture mode`"))
+                                  "(`generator=`) that the graph does not know; capture fails with "
+                                  f"`{RULE_BY_ID['CG401'].capture_error}`"))
     return out
 
 

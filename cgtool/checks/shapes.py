@@ -86,12 +86,12 @@ def _shape_message(a: OpRecord, b: OpRecord, al: Alignment, trace: Trace) -> str
             sizes = "; ".join(f"dim {d} is {p} in iteration {i} and {q} in iteration {j}" for d, p, q in dims[:3])
             what = f"tensor {k} of {where}: {sizes} ({tuple(x)} then {tuple(y)})"
     msg = f"tensor shapes change between steady-state iterations: {what}; replay keeps the captured shapes"
-    changed = [k for k in al.a.inputs if k in al.b.inputs and al.a.inputs[k] != al.b.inputs[k]]
+    changed = [name for name in al.a.inputs if name in al.b.inputs and al.a.inputs[name] != al.b.inputs[name]]
     if changed:
-        k = changed[0]
-        sa, sb = al.a.inputs[k], al.b.inputs[k]
-        dims = [f"dim {d}: {p} then {q}" for d, (p, q) in enumerate(zip(sa, sb)) if p != q] or [f"{sa} then {sb}"]
-        msg += f" (the step's input `{k}` changes: {', '.join(dims)})"
+        name = changed[0]
+        sa, sb = al.a.inputs[name], al.b.inputs[name]
+        moved = [f"dim {d}: {p} then {q}" for d, (p, q) in enumerate(zip(sa, sb)) if p != q] or [f"{sa} then {sb}"]
+        msg += f" (the step's input `{name}` changes: {', '.join(moved)})"
     return msg
 
 
@@ -127,8 +127,8 @@ def _branch_of(trace: Trace, a: OpRecord | None, b: OpRecord | None) -> tuple[Fr
     ops = [o for o in (a, b) if o is not None]
     fallback = trace.frame(ops[-1].frame)
     for attr in ("frame", "outer"):
-        frames = [trace.frame(getattr(o, attr)) for o in ops]
-        if any(f is None for f in frames):
+        frames = [f for f in (trace.frame(getattr(o, attr)) for o in ops) if f is not None]
+        if len(frames) < len(ops):
             continue
         fa, fb = frames[0], frames[-1]
         if fa.file != fb.file or fa.function != fb.function:
@@ -141,10 +141,12 @@ def _branch_of(trace: Trace, a: OpRecord | None, b: OpRecord | None) -> tuple[Fr
 
 @functools.lru_cache(maxsize=64)
 def _branch_nodes(path: str) -> tuple[ast.AST, ...]:
+    from cgtool.errors import CgtoolError
+    from cgtool.files.inputs import SCRIPT, read_input
+
     try:
-        with open(path, encoding="utf-8") as fh:
-            tree = ast.parse(fh.read(), path)
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(read_input(path, SCRIPT), path)
+    except (CgtoolError, SyntaxError, ValueError, RecursionError, MemoryError):
         return ()
     return tuple(n for n in ast.walk(tree) if isinstance(n, _BRANCHES) and hasattr(n, "lineno"))
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from cgtool.checks.common import capture_iterations, finding_at, quote
 from cgtool.model.finding import Finding
+from cgtool.model.rules import RULE_BY_ID, UNCAPTURED_WAIT
 from cgtool.model.trace import Iteration, StreamEvent, Trace
 
 
@@ -59,9 +60,9 @@ def check_streams(trace: Trace) -> list[Finding]:
             out += _replay(trace, it, evs, origin, gpu=False)
         elif it.phase == "capture":
             first = next((op for op in it.ops if op.capturing and op.frame >= 0), None)
-            origin = it.stream if it.stream is not None else (first.stream if first is not None else None)
-            if origin is not None:
-                out += _replay(trace, it, evs, origin, gpu=True)
+            capturing = it.stream if it.stream is not None else (first.stream if first is not None else None)
+            if capturing is not None:
+                out += _replay(trace, it, evs, capturing, gpu=True)
     return out
 
 
@@ -98,7 +99,7 @@ def _replay(trace: Trace, it: Iteration, evs: list[StreamEvent], origin: int, gp
             tail = f"; its last work is at {quote(trace, work)}" if work is not None else ""
             out.append(finding_at(trace, "CG203", cap.forked[s], f"side stream {s} forked here is not joined back "
                                   f"to the capturing stream before the step returns{tail} (capture fails: "
-                                  "`capturing stream has unjoined work`)"))
+                                  f"`{RULE_BY_ID['CG203'].capture_error}`)"))
     return out
 
 
@@ -121,7 +122,8 @@ def _wait(trace: Trace, cap: _Capture, ev: StreamEvent, source: int, snap: dict[
             return []
         flagged.add(source)
         return [finding_at(trace, "CG201", ev.frame, f"the capturing stream waits here on stream {source}, whose "
-                           "work was not captured (capture fails: dependency on uncaptured work)")]
+                           "work was not captured (capture fails: dependency on uncaptured work)",
+                           kind=UNCAPTURED_WAIT)]
     cap.wait(ev.stream, snap, source, ev.frame)
     return []
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from cgtool.checks.common import capture_iterations, finding_at
-from cgtool.model.finding import CONFIRMED, Finding
+from cgtool.model.finding import CONFIRMED, GPU_TRACE, Finding
 from cgtool.model.report_parts import ErrorRecord
+from cgtool.model.rules import PYTHON_LEVEL, SYNC_DEBUG, is_secondary
 from cgtool.model.trace import ATEN, CALL, SYNC_WARNING, OpRecord, Trace
 from cgtool.trace import op_roles as R
 from cgtool.trace.frame_table import describe_library_frame
@@ -63,7 +64,7 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
     if op.kind == CALL:
         if detail.get("python_level"):
             return _in_library(trace, op, "CG101", _table_sync(op, detail["sync_when"], "in torch's Python code, "
-                               "outside any aten op, "), via)
+                               "outside any aten op, "), via, kind=PYTHON_LEVEL)
         if op.name in R.EQUAL_CALLS and len(set(op.shapes[:2])) > 1:
             return None  # tensors of different sizes: equal answers False without reading them (CUDA too)
         if op.name in R.SCALAR_READ_CALLS:
@@ -93,7 +94,7 @@ def _op_finding(trace: Trace, op: OpRecord, ops: list[OpRecord], k: int) -> Find
         return None
     if op.kind == SYNC_WARNING:
         return finding_at(trace, "CG101", op.frame, "a synchronizing CUDA operation runs here "
-                          "(reported by torch.cuda.set_sync_debug_mode)")
+                          "(reported by torch.cuda.set_sync_debug_mode)", kind=SYNC_DEBUG)
     return None
 
 
@@ -115,7 +116,7 @@ def sync_at_capture_failure(trace: Trace, record: ErrorRecord) -> list[Finding]:
             error = f"{record.cuda_error + ': ' if record.cuda_error else ''}{record.message}"
             f = _in_library(trace, op, "CG101", f"{_table_sync(op, when)}; the capture failed here: {error[:300]}",
                             tuple((op.detail or {}).get("via", ())))
-            return [replace(f, evidence=CONFIRMED)]
+            return [replace(f, evidence=CONFIRMED, origin=GPU_TRACE)]
     return []
 
 
@@ -142,12 +143,13 @@ def _scalar_read(trace: Trace, op: OpRecord, what: str, aten: str | None, via: t
     return _in_library(trace, op, "CG101", f"{what} reads a GPU value on the host{suffix}", via)
 
 
-def _in_library(trace: Trace, op: OpRecord, rule: str, message: str, via: tuple[str, ...]) -> Finding:
+def _in_library(trace: Trace, op: OpRecord, rule: str, message: str, via: tuple[str, ...],
+                kind: str | None = None) -> Finding:
     """A sync at the user's line; when it happened inside a library, name the innermost library frame
     that issued it (not the wrappers on the way), and recognize the optimizer (not capturable: CG404) and
-    GradScaler (steps on the host)."""
+    GradScaler (steps on the host): those are findings of their own, without `kind`."""
     if not via:
-        return finding_at(trace, rule, op.frame, message)
+        return finding_at(trace, rule, op.frame, message, kind=kind)
     where = describe_library_frame(via[-1])
     if any("torch/optim/" in v for v in via):
         return _optimizer(trace, op, via, where)
@@ -155,7 +157,8 @@ def _in_library(trace: Trace, op: OpRecord, rule: str, message: str, via: tuple[
         return replace(finding_at(trace, "CG101", op.frame, f"GradScaler reads a GPU value on the host (`{op.name}` in "
                        f"{where}): it checks found_inf on the host before stepping", hint=_SCALER_HINT), library=where)
     package = via[-1].split("/", 1)[0].split(":", 1)[0]
-    return replace(finding_at(trace, rule, op.frame, f"{message}, inside {package} ({where})"), library=where)
+    return replace(finding_at(trace, rule, op.frame, f"{message}, inside {package} ({where})", kind=kind),
+                   library=where)
 
 
 def is_optimizer_host_read(op: OpRecord) -> bool:
@@ -198,12 +201,8 @@ def _event_findings(trace: Trace) -> list[Finding]:
     return out
 
 
-def _secondary(f: Finding) -> bool:
-    return "set_sync_debug_mode" in f.message or "outside any aten op" in f.message
-
-
 def _without_redundant_warnings(findings: list[Finding]) -> list[Finding]:
-    """A sync-debug warning, or a Python-level sync from the sync table, adds nothing where another sync
-    finding names the same line."""
-    named = {(f.file, f.line) for f in findings if not _secondary(f)}
-    return [f for f in findings if not _secondary(f) or (f.file, f.line) not in named]
+    """A sync-debug warning, or a Python-level sync from the sync table (secondary kinds: model/rules.py), adds
+    nothing where another sync finding names the same line."""
+    named = {(f.file, f.line) for f in findings if not is_secondary(f)}
+    return [f for f in findings if not is_secondary(f) or (f.file, f.line) not in named]

@@ -11,64 +11,45 @@ severity. A refuted finding is kept, as info, so the user sees what the trace th
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 
 from cgtool.model.finding import CONFIRMED, NOT_REACHED, REFUTED, UNTESTED, Finding
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, ReplayCheck
-from cgtool.model.rules import CAPTURE_FAILS, RULE_BY_ID
-
-# Capture-fails rules whose failure comes at the call itself (a sync, a query, a non-capturable optimizer's step):
-# a capture that got past their line without failing refutes them. An unjoined stream (CG203) fails only at the
-# end of capture, a foreign generator (CG401) where torch checks it: no such evidence for those.
-_FAILS_AT_ITS_LINE = ("CG101", "CG102", "CG103", "CG104", "CG105", "CG404")
-# Findings made by comparing steady-state iterations: the trace itself saw the difference.
-_SEEN_BETWEEN_ITERATIONS = ("CG301", "CG302", "CG406")  # CG406: a tensor rebound between iterations
-# Work off the capturing stream predicts a wrong replay, but the driver can also refuse it at the call while another
-# stream captures (H100, torch 2.11: an unforked side stream's `x.std()` failed the capture at its line with
-# `operation not permitted when stream is capturing`): a capture that failed at the finding's own line confirms it.
-_STREAM_WORK = ("CG201", "CG202")  # CG203 predicts a failed capture: confirmed at its line by the rule's own prediction
+from cgtool.model.rules import CAPTURE_FAILS, RULE_BY_ID, capture_error, seen_between_iterations
 
 
-def observed_between_iterations(f: Finding) -> bool:
-    return f.rule in _SEEN_BETWEEN_ITERATIONS or (f.rule == "CG402" and "between iterations" in f.message)
-
-
-def predicts(f: Finding) -> str | None:
-    """What `f` predicts: its rule's prediction, or capture failing when its message quotes the error a
-    failed capture gives (a pageable host copy, an unjoined fork, a dependency on uncaptured work)."""
+def _fails_at_its_line(f: Finding) -> bool:
     rule = RULE_BY_ID.get(f.rule)
-    if rule is None or rule.predicts is None:
-        return None
-    return CAPTURE_FAILS if "capture fails" in f.message else rule.predicts
+    return rule is not None and rule.fails_at_its_line
 
 
-def _quoted_errors(message: str) -> list[str]:
-    """The error texts a finding quotes after "capture fails:" (in backticks)."""
-    tail = message.split("capture fails", 1)[1] if "capture fails" in message else ""
-    return [q.lower() for q in re.findall(r"`([^`]{12,})`", tail) if "..." not in q]
+def _refused_at_its_line(f: Finding) -> bool:
+    rule = RULE_BY_ID.get(f.rule)
+    return rule is not None and rule.refused_at_its_line
 
 
 def judge(findings: list[Finding], status: str, failure: ErrorRecord | None,
           replay: ReplayCheck | None) -> list[Finding]:
     """`findings` with `evidence` set from the real run (status CAPTURED or CAPTURE_FAILED). A capture-fails
-    finding is confirmed by a failed capture at its line, or by the failure's own words when it quotes them;
-    refuted by a failed capture that got past its line (see `refuted_by_passing`)."""
+    finding is confirmed by a failed capture at its line, or by the failure's own words (the error its rule or
+    kind names: model/rules.py, capture_error); refuted by a failed capture that got past its line (see
+    `refuted_by_passing`)."""
     failed_at = {(fr.file, fr.line) for fr in failure.frames} if failure is not None else set()
     failure_text = f"{failure.message} {failure.cuda_error or ''}".lower() if failure is not None else ""
     out = []
     for f in findings:
-        what = predicts(f)
-        if what is None or f.evidence is not None:
+        # what it predicts: its rule's prediction, or its kind's (a pageable host copy, an uncaptured dependency
+        # predict a failed capture): model/rules.py
+        if f.predicts is None or f.evidence is not None:
             out.append(f)
             continue
-        out.append(_judged(f, what, status, failed_at, failure_text, replay))
+        out.append(_judged(f, f.predicts, status, failed_at, failure_text, replay))
     return refuted_by_passing(out, failure)
 
 
 def refuted_by_passing(findings: list[Finding], failure: ErrorRecord | None) -> list[Finding]:
     """A failed capture that got past a line (ErrorRecord.passed) without failing there refutes a finding
-    that says capture fails at that very call (_FAILS_AT_ITS_LINE), but only when a finding confirmed at the
+    that says capture fails at that very call (Rule.fails_at_its_line), but only when a finding confirmed at the
     failing line explains the failure: a capture invalidated silently by an earlier call reports the error
     later (`operation failed due to a previous error during capture`) at a line that is not the cause."""
     if failure is None or not failure.passed or not any(f.evidence == CONFIRMED for f in findings):
@@ -77,19 +58,20 @@ def refuted_by_passing(findings: list[Finding], failure: ErrorRecord | None) -> 
     frame = failure.user_frame
     where = f"line {frame.line}" if frame is not None else "a later line"
     return [_refuted(f, f"the real capture ran this line without failing and failed later, at {where}")
-            if f.evidence in (UNTESTED, NOT_REACHED) and f.rule in _FAILS_AT_ITS_LINE and f"{f.file}:{f.line}" in passed
+            if f.evidence in (UNTESTED, NOT_REACHED) and _fails_at_its_line(f) and f"{f.file}:{f.line}" in passed
             else f for f in findings]
 
 
 def _judged(f: Finding, predicts: str, status: str, failed_at: set, failure_text: str,
             replay: ReplayCheck | None) -> Finding:
     if status == CAPTURE_FAILED:
+        error = capture_error(f) if predicts == CAPTURE_FAILS else None
         if predicts == CAPTURE_FAILS and ((f.file, f.line) in failed_at or
-                                          any(q in failure_text for q in _quoted_errors(f.message))):
+                                          (error is not None and error.lower() in failure_text)):
             return replace(f, evidence=CONFIRMED)
-        if f.rule in _STREAM_WORK and (f.file, f.line) in failed_at:
-            return replace(f, evidence=CONFIRMED, message=f"{f.message} (here the driver refused it: the real "
-                           "capture failed at this line)")
+        if _refused_at_its_line(f) and (f.file, f.line) in failed_at:
+            return replace(f, evidence=CONFIRMED, reason="here the driver refused it: the real capture failed at "
+                           "this line")
         return replace(f, evidence=UNTESTED)
     if status != CAPTURED:
         return replace(f, evidence=UNTESTED)
@@ -100,15 +82,15 @@ def _judged(f: Finding, predicts: str, status: str, failed_at: set, failure_text
         return replace(f, evidence=UNTESTED)
     if replay.status == "mismatch":
         return replace(f, evidence=CONFIRMED)
-    if observed_between_iterations(f):
-        return replace(f, evidence=UNTESTED, message=f"{f.message} (replay matched eager on {replay.inputs}, "
-                       "but the trace saw this change between steady-state iterations)")
+    if seen_between_iterations(f):
+        return replace(f, evidence=UNTESTED, reason=f"replay matched eager on {replay.inputs}, but the trace saw "
+                       "this change between steady-state iterations")
     return _refuted(f, f"the real capture succeeded and replay matched eager on {replay.inputs}")
 
 
 def _refuted(f: Finding, why: str) -> Finding:
     severity = "info" if f.severity in ("error", "warning") else f.severity
-    return replace(f, evidence=REFUTED, severity=severity, message=f"{f.message} [refuted: {why}]")
+    return replace(f, evidence=REFUTED, severity=severity, reason=why)
 
 
 def complete_with_whole_step(found: list[Finding], whole_step: list[Finding], failure: ErrorRecord | None) -> list[Finding]:
@@ -124,18 +106,18 @@ def complete_with_whole_step(found: list[Finding], whole_step: list[Finding], fa
     stop = f"line {frame.line}" if frame is not None else "its first failure"
     passed = set(failure.passed) if failure is not None else set()
     added = []
-    new = [f for f in whole_step if (f.rule, f.file, f.line) not in have and predicts(f) is not None]
+    new = [f for f in whole_step if (f.rule, f.file, f.line) not in have and f.predicts is not None]
     # only a CONFIRMED judgement is kept (refuted_by_passing, run by judge, never changes one)
     judged_all = judge(new, CAPTURE_FAILED, failure, None) if failure is not None else new
     for f, judged in zip(new, judged_all):
         if judged.evidence == CONFIRMED:
             added.append(judged)
         elif f"{f.file}:{f.line}" in passed:
-            added.append(replace(f, evidence=UNTESTED, message=f"{f.message} [not tested: the real capture ran this "
-                                 f"line and failed later, at {stop}; found by the CPU analysis of the whole step]"))
+            added.append(replace(f, evidence=UNTESTED, reason=f"the real capture ran this line and failed later, at "
+                                 f"{stop}; found by the CPU analysis of the whole step"))
         else:
-            added.append(replace(f, evidence=NOT_REACHED, message=f"{f.message} [not reached: the real capture "
-                                 f"stopped at {stop}; found by the CPU analysis of the whole step]"))
+            added.append(replace(f, evidence=NOT_REACHED, reason=f"the real capture stopped at {stop}; found by the "
+                                 "CPU analysis of the whole step"))
     if any(f.evidence == CONFIRMED for f in added):
         found = [f for f in found if f.rule != "CG501"]
     merged = refuted_by_passing([*found, *added], failure)

@@ -16,7 +16,7 @@ from cgtool.commands.distributed import nproc_option
 def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
     from cgtool.bench.size_plan import parse_sizes
 
-    if not value:
+    if value is None:  # not given; an empty --sizes '' is an error
         return None
     try:
         return parse_sizes(value)
@@ -27,7 +27,7 @@ def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> lis
 def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
     from cgtool.bench.size_plan import parse_bytes
 
-    if not value:
+    if value is None:
         return None
     try:
         return parse_bytes(value)
@@ -36,13 +36,14 @@ def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> in
 
 
 def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
-    if not value:
+    from cgtool.model.limits import NUMBER_TEXT, parse_number
+
+    if value is None:
         return None
     low, _, high = value.partition(":")
-    try:
-        lo, hi = int(low), int(high)
-    except ValueError:
-        raise click.BadParameter(f"expected LOW:HIGH, e.g. 1:256, got {value!r}") from None
+    lo, hi = parse_number(low, whole=True), parse_number(high, whole=True)
+    if lo is None or hi is None:
+        raise click.BadParameter(f"expected LOW:HIGH, e.g. 1:256, got {value!r} ({NUMBER_TEXT})")
     if not 1 <= lo <= hi:
         raise click.BadParameter(f"expected 1 <= LOW <= HIGH, got {value!r}")
     return lo, hi
@@ -61,7 +62,7 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
               help="Sweep: pass size=N to setup/inputs and capture one graph per size; LOW:HIGH doubles from LOW "
               "(LOW, 2*LOW, 4*LOW, ...) and ends with HIGH, LOW:HIGH:STEP a range. Several sizes are also captured into one shared pool, "
               "largest first, on one stream (as vLLM does).")
-@click.option("--histogram", "histogram_file", type=click.Path(exists=True, dir_okay=False), default=None,
+@click.option("--histogram", "histogram_file", type=click.Path(), default=None,
               help="With --sizes: plan which sizes to capture for these batches (JSON {\"batch\": count} or a list).")
 @click.option("--batch-range", callback=_batch_range, default=None, metavar="LOW:HIGH",
               help="With --sizes: plan for every batch size from LOW to HIGH, equally likely.")
@@ -70,7 +71,7 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.option("--max-sizes", type=Number("max_sizes"), default=None, help="The plan captures at most this many sizes.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
               help="Draw speedup and both times against size (.svg, or .png with matplotlib).")
-@click.option("--compare", "baseline", type=click.Path(dir_okay=False), default=None,
+@click.option("--compare", "baseline", type=click.Path(), default=None,
               help="A bench JSON (from --out) to compare with, size by size.")
 @click.option("--fail-if-slower", type=Number("fail_if_slower"), default=None, metavar="PCT",
               help="With --compare: exit 1 when replay got slower by more than PCT percent and the CI.")
@@ -78,7 +79,8 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
               "(torch.compile backend=\"cudagraphs\") against eager, carefully (docs/partial.md).")
 @click.option("--modules", "modules_depth", type=Number("modules"), default=None, metavar="DEPTH",
               help="Time the step with its capturable submodules (to DEPTH) graphed instead (docs/partial.md).")
-@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the bench JSON here.")
+@click.option("--out", "out_file", type=click.Path(dir_okay=False), default=None, help="Write the bench JSON here (a failed or interrupted run never replaces an existing file: it writes "
+                   "NAME.failed.json beside it).")
 @click.option("--json", "as_json", is_flag=True, help="Print the bench JSON on stdout instead of tables.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
               help="Write the HTML report here [default: beside --out's JSON, as NAME.html] (docs/html.md).")
@@ -119,11 +121,12 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     step time is the slowest rank's. Writes the merged report to cgtool-out/<stem>/ (docs/distributed.md).
     """
     from cgtool.commands.common import make_job
-    from cgtool.commands.distributed import capture_distributed, ranks_to_start, wants_distributed
+    from cgtool.commands.distributed import (capture_distributed, ranks_to_start, refuse_partial_on_ranks,
+                                             wants_distributed)
     from cgtool.errors import CgtoolError, ExitCode
     from cgtool.script.contract import parse_target
 
-    nproc = ranks_to_start(nproc, parse_target(target, entry)[0])
+    asked, nproc = nproc, ranks_to_start(nproc, parse_target(target, entry)[0])
     plan_asked = histogram_file is not None or batch_range is not None
     if (memory_budget is not None or max_sizes is not None) and not plan_asked:
         raise CgtoolError("--memory-budget and --max-sizes shape a capture-size plan: add --histogram FILE or "
@@ -131,6 +134,7 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     if plan_asked and (piecewise or modules_depth is not None or wants_distributed(nproc)):
         raise CgtoolError("A capture-size plan (--histogram, --batch-range) comes from a plain --sizes sweep: not with "
                           "--piecewise, --modules or --nproc-per-node.", ExitCode.USAGE)
+    refuse_partial_on_ranks(piecewise, modules_depth, nproc, asked)
     if wants_distributed(nproc):
         job = make_job("capture", target, entry, warmup, settings={
             "replay_check": False, "checks": False, "timing": True, "timing_per_block": iters or 50})
@@ -200,11 +204,13 @@ def _histogram(path: str | None, batch_range: tuple[int, int] | None, sizes: lis
         raise CgtoolError("A plan needs the cost of several sizes: add --sizes (e.g. --sizes 1:256).", ExitCode.USAGE)
     if batch_range is not None:
         return range_histogram(*batch_range)
+    from cgtool.files.inputs import HISTOGRAM, read_json
+
+    data = read_json(path, HISTOGRAM)  # type: ignore[arg-type]  # the one reader: FIFOs, devices, depth refused
     try:
-        with open(path, encoding="utf-8") as f:  # type: ignore[arg-type]
-            return parse_histogram(json.load(f))
-    except (OSError, ValueError) as exc:
-        raise CgtoolError(f"Cannot read the histogram {path}: {exc}", ExitCode.USAGE) from None
+        return parse_histogram(data)
+    except ValueError as exc:
+        raise CgtoolError(f"{path}: not a usable histogram: {exc}", ExitCode.USAGE) from None
 
 
 def _plans(report: Any, plan: Any) -> list[Any]:
@@ -255,7 +261,6 @@ def _run(job: Any, timeout: float, show: bool):
 
 def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | None, plot_path: str | None,
            out_file: str | None, as_json: bool, quiet: bool, plan: Any = None, html_path: str | None = None) -> None:
-    from cgtool.errors import ExitCode
     from cgtool.render.bench import render_bench
     from cgtool.render.console import console
 
@@ -281,36 +286,26 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
             console().print(plan_table(plans, plan[1]))
             for line in plan_lines(plans):
                 console().print(escape(line), soft_wrap=True)
-    if out_file:
-        from cgtool.render.files import KEPT_NOTE, write_result
+    complete = outcome.failure is None and not report.errors and bool(report.results)
+    from cgtool.render.files import save_result
 
-        failed = outcome.failure is not None or bool(report.errors) or not report.results
-        if not write_result(out_file, data, failed):  # a failed run never replaces a saved report (a baseline)
-            console(stderr=True).print(KEPT_NOTE.format(path=out_file), soft_wrap=True, markup=False)
-    if html_path and (report.results or not out_file):  # a failed run keeps a saved page, as it keeps the JSON
+    if out_file:  # a failed run never replaces a saved report (a baseline): it goes beside it
+        save_result(out_file, data, complete)
+    if html_path:  # a failed run never replaces a saved page either
         from cgtool.render.html import render_bench_html
-        from cgtool.render.html_files import write_html
 
-        write_html(html_path, render_bench_html(report, doc.get("plan")))
+        save_result(html_path, render_bench_html(report, doc.get("plan")), complete)
     if plot_path and report.results:
         from cgtool.bench.plot import plot_plan, plot_sweep
-        from cgtool.render.files import write_output
+
+        def write(path: str, data: str | bytes) -> None:
+            save_result(path, data, complete)
 
         if plans:
-            plot_plan(report, plans, plot_path, write=write_output)
+            plot_plan(report, plans, plot_path, write=write)
         else:
-            plot_sweep(report, plot_path, write=write_output)
-    if outcome.failure == "interrupted":
-        sys.exit(ExitCode.INTERRUPTED)
-    if outcome.failure is not None:
-        sys.exit(ExitCode.WORKER)
-    types = {e.type for e in report.errors}
-    if "usage" in types:
-        sys.exit(ExitCode.USAGE)
-    if "environment" in types:
-        sys.exit(ExitCode.ENVIRONMENT)
-    if report.errors or not report.results:
-        sys.exit(ExitCode.PROBLEMS)
-    if comparison is not None and fail_if_slower is not None and comparison.regressed(fail_if_slower):
-        sys.exit(ExitCode.PROBLEMS)
-    sys.exit(ExitCode.OK)
+            plot_sweep(report, plot_path, write=write)
+    from cgtool.model.exit_codes import bench_exit
+
+    regressed = comparison is not None and fail_if_slower is not None and comparison.regressed(fail_if_slower)
+    sys.exit(bench_exit(report.errors, bool(report.results), outcome.failure, regressed))

@@ -7,13 +7,13 @@ import sys
 from typing import Any
 
 from cgtool.commands.common import make_job, run_partial_jobs
-from cgtool.errors import ExitCode
+from cgtool.model.exit_codes import bench_partial_exit
 
 
 def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, settings: dict[str, Any],
                   out_file: str | None, as_json: bool, quiet: bool) -> None:
     from cgtool.model.job import PARTIAL, Job
-    from cgtool.model.partial import MEASURED, NOT_POSSIBLE, ModuleMap, Piecewise
+    from cgtool.model.partial import ModuleMap, Piecewise
     from cgtool.model.report import ErrorRecord
     from cgtool.render.console import console
 
@@ -38,15 +38,8 @@ def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, s
         if modules is not None and not quiet:
             render_modules(modules, out)
         render_errors([ErrorRecord.from_json(e) for e in d.get("errors", [])], out)
-    if out_file:
-        from cgtool.render.files import KEPT_NOTE, write_result
+    if out_file:  # a failed run never replaces a saved report: it goes beside it
+        from cgtool.render.files import save_result
 
-        if not write_result(out_file, data, outcome.failure is not None or bool(d.get("errors"))):
-            console(stderr=True).print(KEPT_NOTE.format(path=out_file), soft_wrap=True, markup=False)
-    if outcome.failure == "interrupted":
-        sys.exit(ExitCode.INTERRUPTED)
-    if outcome.failure is not None:
-        sys.exit(ExitCode.WORKER)
-    measured = [x for x in (pieces, modules) if x is not None]
-    sys.exit(ExitCode.OK if measured and all(x.status in (MEASURED, NOT_POSSIBLE) for x in measured) and not d.get("errors")
-             else ExitCode.PROBLEMS)
+        save_result(out_file, data, complete=outcome.failure is None and not d.get("errors"))
+    sys.exit(bench_partial_exit(pieces, modules, list(d.get("errors") or []), outcome.failure))

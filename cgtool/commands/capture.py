@@ -21,6 +21,10 @@ from cgtool.errors import CgtoolError, ExitCode
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Output folder [default: cgtool-out/<script-stem>/].")
 @click.option("--no-replay-check", is_flag=True, help="Skip the replay-versus-eager comparison.")
+@click.option("--check-steps", "check_steps", type=Number("check_steps"), default=6, show_default=True, metavar="K",
+              help="Consecutive steps the replay check compares from identical state (replay, pieces, module "
+              "sets); the first that differs is reported. A step that advances a counter is timed in blocks of at "
+              "most K calls.")
 @click.option("--no-timing", is_flag=True, help="Skip the eager-versus-replay timing.")
 @click.option("--no-checks", is_flag=True, help="Skip the op tracing and capture checks (faster).")
 @click.option("--no-node-lines", is_flag=True, help="Skip mapping graph nodes to lines and profiling replays "
@@ -37,8 +41,9 @@ from cgtool.errors import CgtoolError, ExitCode
 @click.option("-q", "--quiet", is_flag=True, help="Print only the verdict line (and errors).")
 @nproc_option
 def capture(target: str, entry: str | None, warmup: int, timeout: float, capture_mode: str, out_dir: str | None,
-            no_replay_check: bool, no_timing: bool, no_checks: bool, no_node_lines: bool, force_cpu: bool, piecewise: bool,
-            modules_depth: int | None, as_json: bool, html_path: str | None, quiet: bool, nproc: int | None) -> None:
+            no_replay_check: bool, check_steps: int, no_timing: bool, no_checks: bool, no_node_lines: bool,
+            force_cpu: bool, piecewise: bool, modules_depth: int | None, as_json: bool, html_path: str | None,
+            quiet: bool, nproc: int | None) -> None:
     """Capture one iteration of TARGET (script.py or script.py:function) as a CUDA graph.
 
     \b
@@ -54,6 +59,8 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
       report.html        the same as one self-contained page: findings, graph, line profile (docs/html.md)
       graph.dot          cgtool's picture of the graph (graph.svg too when Graphviz `dot` is installed)
       graph.driver.dot   the CUDA driver's verbose dump (cudaGraphDebugDotPrint)
+      timeline.json      the profiled replays and eager step as a Chrome trace (Perfetto, chrome://tracing),
+                         each kernel named by its graph node, line and module (not with --no-node-lines)
       graph-piece-N.dot  with --piecewise: each piece's graph
       modules-plan.py    with --modules: the recommended set as plain PyTorch to paste
 
@@ -76,6 +83,8 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
                          eager (a module that makes it differ is named, with the likely cause), its
                          speedup, and that set as code to paste (modules-plan.py); on CPU, which
                          modules' ops carry error findings
+      Not on ranks yet: with --nproc-per-node, under torchrun or for a script written for ranks
+      they are a usage error (exit 2).
 
     \b
     Without a GPU the script runs on CPU and the CPU analysis (what `cgtool lint` checks) is shown.
@@ -85,7 +94,9 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     replay mismatch, error findings, the script raised); 2 usage or input error (missing file, syntax
     error, no entry function); 3 no CUDA device (the CPU analysis ran and found no error) or an
     environment problem (output folder or stdout not writable); 4 the worker crashed or timed out;
-    130 interrupted (143 SIGTERM, 129 SIGHUP: the report is still written).
+    130 interrupted (143 SIGTERM, 129 SIGHUP: the report is still written). A run that did not complete
+    (script error, crash, timeout, interrupt) never replaces an existing report.json: it writes
+    report.failed.json beside it and says so. A symlink in --out is replaced, never written through.
 
     \b
     --nproc-per-node N: N ranks through torch.distributed.run, each captured on cuda:LOCAL_RANK (process
@@ -94,16 +105,19 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     """
     from cgtool.render.capture import render_report
     from cgtool.render.console import console
-    from cgtool.render.outputs import prepare_out_dir, write_outputs
+    from cgtool.render.outputs import prepare_out_dir, run_complete, say_kept, write_outputs
     from cgtool.worker.client import report_from_outcome
     from cgtool.worker.whole_step import complete_report
 
     job = make_job("capture", target, entry, warmup, force_cpu=force_cpu, settings={
-        "capture_mode": capture_mode, "replay_check": not no_replay_check, "timing": not no_timing,
+        "capture_mode": capture_mode, "replay_check": not no_replay_check, "check_steps": check_steps,
+        "timing": not no_timing,
         "checks": not no_checks, "node_lines": not no_node_lines})
-    from cgtool.commands.distributed import capture_distributed, ranks_to_start, wants_distributed
+    from cgtool.commands.distributed import (capture_distributed, ranks_to_start, refuse_partial_on_ranks,
+                                             wants_distributed)
 
-    nproc = ranks_to_start(nproc, job.script)
+    asked, nproc = nproc, ranks_to_start(nproc, job.script)
+    refuse_partial_on_ranks(piecewise, modules_depth, nproc, asked)
     if html_path:
         from cgtool.render.files import check_writable, refuse_input
 
@@ -114,7 +128,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
     show = not (as_json or quiet)
-    write_error = None
+    write_error, kept = None, {}
     with tempfile.TemporaryDirectory(prefix="cgtool-work-") as work_dir:
         outcome = run_with_progress(job.with_work_dir(work_dir), timeout, show=show)
         report = report_from_outcome(job, outcome)
@@ -125,18 +139,21 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
 
             run_partial(job, report, timeout, show, {"piecewise": piecewise, "modules": modules_depth})
         try:
-            write_outputs(report, out_dir)
+            kept = write_outputs(report, out_dir, complete=run_complete(report, outcome.failure))
             if html_path:
+                from cgtool.render.files import save_result
                 from cgtool.render.html import render_report_html
-                from cgtool.render.html_files import read_sources, report_paths, write_html
+                from cgtool.render.html_files import read_sources, report_paths
 
-                write_html(html_path, render_report_html(report, read_sources(report_paths(report))))
+                save_result(html_path, render_report_html(report, read_sources(report_paths(report))),
+                            run_complete(report, outcome.failure))
         except CgtoolError as exc:  # a full disk, a folder gone read-only: show the report anyway, then fail
             write_error = exc
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
     else:
         render_report(report, console(), quiet=quiet)
+    say_kept(out_dir, kept)
     if write_error is not None:
         advice = "free space or pick" if write_error.exit_code == ExitCode.ENVIRONMENT else "pick"
         raise CgtoolError(f"{write_error.message.rstrip('.')}. The report above was not saved; {advice} another "

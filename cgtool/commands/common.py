@@ -86,24 +86,10 @@ def run_with_progress(job: Job, timeout: float, show: bool) -> WorkerOutcome:
 
 
 def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
-    """capture's exit code: the report and how the worker ended (documented in `cgtool capture --help`)."""
-    from cgtool.model.report import CAPTURED, COMPILED, CPU_ONLY, WORKER_FAILED
+    """capture's exit code: the report and how the worker ended (model/exit_codes.py: capture_exit)."""
+    from cgtool.model.exit_codes import capture_exit
 
-    if outcome.failure == "interrupted":
-        return ExitCode.INTERRUPTED
-    if report.status == WORKER_FAILED:
-        return ExitCode.WORKER
-    if any(e.type == "usage" for e in report.errors):
-        return ExitCode.USAGE
-    if any(e.type == "environment" for e in report.errors):
-        return ExitCode.ENVIRONMENT
-    if report.errors or any(f.severity == "error" for f in report.findings):
-        return ExitCode.PROBLEMS
-    if report.replay is not None and report.replay.status == "mismatch":
-        return ExitCode.PROBLEMS
-    if report.status == CPU_ONLY:
-        return ExitCode.ENVIRONMENT
-    return ExitCode.OK if report.status in (CAPTURED, COMPILED) else ExitCode.PROBLEMS
+    return capture_exit(report, outcome.failure)
 
 
 def run_partial_jobs(job: Job, timeout: float, show: bool) -> tuple[dict[str, Any], WorkerOutcome]:

@@ -40,6 +40,26 @@ def wants_distributed(nproc: int | None) -> bool:
     return bool(nproc) or under_torchrun()
 
 
+def refuse_partial_on_ranks(piecewise: bool, modules_depth: int | None, nproc: int | None, asked: int | None) -> None:
+    """--piecewise / --modules capture one process's step; a run on ranks (--nproc-per-node, torchrun, or a
+    script written for ranks, which a plain run analyses as a world of one) has no per-rank partial capture yet:
+    a usage error that says so, never options dropped in silence. `asked`: --nproc-per-node as given."""
+    from cgtool.worker.distributed import under_torchrun
+
+    if not (piecewise or modules_depth is not None) or not wants_distributed(nproc):
+        return
+    options = " and ".join(o for o, on in (("--piecewise", piecewise), ("--modules", modules_depth is not None)) if on)
+    if asked:
+        why = f"--nproc-per-node {asked} runs the step on ranks"
+    elif under_torchrun():
+        why = "under torchrun the step runs on ranks"
+    else:
+        why = "the script is written for ranks (it uses torch.distributed), so it runs as a world of one rank"
+    raise CgtoolError(f"{options} capture one process's step and {why}; partial capture per rank is not supported "
+                      "yet (docs/partial.md). Run it on a script without torch.distributed, or leave out "
+                      f"{options}.", ExitCode.USAGE)
+
+
 def warmup_given() -> bool:
     ctx = click.get_current_context()
     return ctx.get_parameter_source("warmup") != click.core.ParameterSource.DEFAULT
@@ -71,26 +91,10 @@ def run(job: Job, nproc: int | None, timeout: float, show: bool) -> tuple[DistRe
 
 
 def exit_code(report: DistReport | None, outcome: Any) -> ExitCode:
-    if outcome.failure == "interrupted":
-        return ExitCode.INTERRUPTED
-    if outcome.failure == "launcher":
-        return ExitCode.WORKER
-    if report is None:  # a rank other than 0 under the user's torchrun: its own result
-        rank = outcome.ranks[0] if outcome.ranks else None
-        return ExitCode.OK if rank is not None and not rank.failed else ExitCode.PROBLEMS
-    reports = [r.report for r in report.ranks]
-    if any(e.type == "usage" for r in reports if r for e in r.errors):
-        return ExitCode.USAGE
-    problems = (report.errors or any(f.severity == "error" for f in report.all_findings())
-                or any(r.failed for r in report.ranks)
-                or any(r.replay is not None and r.replay.status == "mismatch" for r in reports if r))
-    if outcome.failure == "timeout" and not any(f.severity == "error" for f in report.all_findings()):
-        return ExitCode.WORKER  # a hang cgtool cannot explain: as a single worker's timeout
-    if problems:
-        return ExitCode.PROBLEMS
-    if all(r is not None and r.status == "cpu-only" for r in reports):
-        return ExitCode.ENVIRONMENT
-    return ExitCode.OK
+    """The run on ranks' exit code (model/exit_codes.py: distributed_exit)."""
+    from cgtool.model.exit_codes import distributed_exit
+
+    return distributed_exit(report, outcome.failure, list(outcome.ranks or []))
 
 
 def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: str | None, as_json: bool,
@@ -99,8 +103,7 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
 
     from cgtool.render.console import console
     from cgtool.render.distributed import dist_files, render_dist_report
-    from cgtool.render.files import write_output
-    from cgtool.render.outputs import prepare_out_dir
+    from cgtool.render.outputs import prepare_out_dir, say_kept, write_own
 
     stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
@@ -113,27 +116,29 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
             complete_reports(job, [r.report for r in report.ranks if r.report is not None], timeout, world_of_one=True)
     if report is None:
         sys.exit(exit_code(report, outcome))  # rank 0 writes and prints the merged report
+    complete, kept = outcome.failure is None, {}  # an interrupted or timed-out world keeps an existing report
     for name, text in dist_files(report).items():
-        path = os.path.join(out_dir, name)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        write_output(path, text)
-        report.outputs[name] = path
-    _write_html(report, out_dir, html_path)
-    write_output(os.path.join(out_dir, "report.json"), json.dumps(report.to_json(), indent=1) + "\n")
+        report.outputs[name] = write_own(out_dir, name, text, complete, kept)
+    _write_html(report, out_dir, html_path, complete, kept)
+    write_own(out_dir, "report.json", json.dumps(report.to_json(), indent=1) + "\n", complete, kept)
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
     else:
         render_dist_report(report, console(), quiet=quiet)
+    say_kept(out_dir, kept)
     sys.exit(exit_code(report, outcome))
 
 
-def _write_html(report: DistReport, out_dir: str, html_path: str | None) -> None:
-    """report.html beside the merged report.json (and at --html): one page, a tab per rank (docs/html.md)."""
+def _write_html(report: DistReport, out_dir: str, html_path: str | None, complete: bool,
+                kept: dict[str, str]) -> None:
+    """report.html beside the merged report.json (and at --html): one page, a tab per rank (docs/html.md); an
+    incomplete run keeps an existing page, as it keeps report.json."""
+    from cgtool.render.files import save_result
     from cgtool.render.html import render_distributed_html
-    from cgtool.render.html_files import dist_paths, read_sources, write_html
+    from cgtool.render.html_files import dist_paths, read_sources
+    from cgtool.render.outputs import write_own
 
-    default = os.path.join(out_dir, "report.html")
-    report.outputs["report.html"] = default
     page = render_distributed_html(report, read_sources(dist_paths(report)))
-    for path in dict.fromkeys(p for p in (default, html_path) if p):
-        write_html(path, page)
+    report.outputs["report.html"] = write_own(out_dir, "report.html", page, complete, kept)
+    if html_path:
+        save_result(html_path, page, complete)

@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 @click.command(name="dot", short_help="Summarize, draw or diff a captured graph (no torch, no GPU).")
 @click.argument("file", type=click.Path(dir_okay=True, path_type=str))
-@click.option("-o", "--output", metavar="OUT", help="Draw the graph to OUT (.svg, .png, .pdf; .dot writes cgtool's DOT).")
+@click.option("-o", "--output", metavar="OUT", help="Draw the graph to OUT (.svg, .png, .pdf; .dot writes cgtool's DOT); a FIFO is written once a "
+                   "reader opens it (at most 10 s of waiting).")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (or the comparison) as JSON.")
 @click.option("--no-fold", is_flag=True, help="Draw every node; do not fold repeated runs into one ×N block.")
 @click.option("--max-nodes", type=Number("max_nodes"), default=DEFAULT_MAX_NODES, show_default=True, metavar="N",
@@ -85,13 +86,14 @@ def _node_lines(path: str) -> NodeProfile | None:
     """A report.json's node_lines (each node's line and replay time), None for other files or without them."""
     if not path.endswith(".json"):
         return None
+    from cgtool.errors import CgtoolError
+    from cgtool.files.inputs import GRAPH, read_json
     from cgtool.model.node_profile import NodeProfile
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh).get("node_lines")
+        data = read_json(path, GRAPH).get("node_lines")
         return NodeProfile.from_json(data) if isinstance(data, dict) else None
-    except (OSError, ValueError, AttributeError, KeyError, TypeError, IndexError):
+    except (CgtoolError, ValueError, AttributeError, KeyError, TypeError, IndexError):
         return None  # read_graph_file has said what is wrong with the file, if anything
 
 

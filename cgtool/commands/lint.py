@@ -25,14 +25,19 @@ from cgtool.model.lint_result import LINT_FORMATS
               help="Scripts analysed in parallel, each in its own worker process [default: one per CPU, "
                    "at most one per GiB of free memory and 8].")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-              help="Write the output to a file (a device, FIFO or symlink's target is written in place).")
+              help="Write the output to a file, atomically (a device, or a symlink's target, is written in place; a FIFO "
+                   "once a reader opens it, waiting at most 10 s). An interrupted run never replaces an existing "
+                   "file: its output goes beside it, as NAME.failed.EXT.")
 @click.option("--nproc-per-node", "nproc", type=Number("nproc"), default=None, metavar="N",
               help="Analyse each script on N ranks (torch.distributed.run) and add the cross-rank checks (CG6xx).")
+@click.option("--scripts-only", is_flag=True,
+              help="Pass over the files given that define no entry function (read, not imported), as a folder "
+                   "search does; none left is a pass. For pre-commit, which passes every changed .py file.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False), default=None,
               help="Also write the findings as one self-contained HTML page here (docs/html.md).")
 def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignore: tuple[str, ...], entry: str,
          warmup: int | None, timeout: float | None, force_cpu: bool, jobs: int | None, output: str | None,
-         nproc: int | None, html_path: str | None) -> None:
+         nproc: int | None, scripts_only: bool, html_path: str | None) -> None:
     """Check scripts (files, `script.py:fn`, or folders searched for scripts with a step()) for what
     breaks capture.
 
@@ -82,7 +87,8 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
     ign = normalize_patterns(_split(ignore), "--ignore") if ignore else config.ignore
     warm = warmup if warmup is not None else config.warmup if config.warmup is not None else 3
     opts = LintOptions(entry=entry, warmup=warm, timeout=timeout or config.timeout or 300.0,
-                       select=sel, ignore=ign, force_cpu=force_cpu, jobs=jobs or default_jobs(), nproc=nproc or 0)
+                       select=sel, ignore=ign, force_cpu=force_cpu, jobs=jobs or default_jobs(), nproc=nproc or 0,
+                       scripts_only=scripts_only)
     from cgtool.render.lint_formats import render_lint
     from cgtool.render.lint_progress import lint_progress
 
@@ -90,17 +96,18 @@ def lint(paths: tuple[str, ...], fmt: str | None, select: tuple[str, ...], ignor
         result = lint_paths(paths, opts, on_progress)
     text = render_lint(result, fmt or config.format or "text", to_tty=output is None and sys.stdout.isatty())
     if output:
-        from cgtool.render.files import write_output
+        from cgtool.render.files import save_result
 
-        write_output(output, text)
+        save_result(output, text, complete=not result.interrupted)  # an interrupted run keeps a saved -o file
     else:
         sys.stdout.write(text)
     if html_path:
         from cgtool.render.html import render_lint_html
         from cgtool.render.html_files import lint_paths as named_files
-        from cgtool.render.html_files import read_sources, write_html
+        from cgtool.render.files import save_result
+        from cgtool.render.html_files import read_sources
 
-        write_html(html_path, render_lint_html(result, read_sources(named_files(result))))
+        save_result(html_path, render_lint_html(result, read_sources(named_files(result))), complete=not result.interrupted)
     sys.exit(result.exit_code)
 
 

@@ -15,14 +15,14 @@ from cgtool.graph.names import demangle, short_name
 _COPY_KINDS = {0: "HtoH", 1: "HtoD", 2: "DtoH", 3: "DtoD", 4: "default"}
 
 
-def _ok(res: tuple, what: str) -> Any:
+def _ok(res: tuple[Any, ...], what: str) -> Any:
     err = res[0]
     if int(err) != 0:
         raise RuntimeError(f"{what} failed: {getattr(err, 'name', err)} ({int(err)})")
     return res[1] if len(res) == 2 else res[1:]
 
 
-def _bindings():
+def _bindings() -> tuple[Any, Any]:
     from cuda.bindings import driver, runtime
 
     return driver, runtime

@@ -172,7 +172,7 @@ class _Parser:
             raise self._error(self.starts[self.i], "text after the end of the graph (one graph per file)")
         return DotFile(name, kw == "digraph", attrs, self.nodes, self.edges, self.subgraphs)
 
-    def _stmt_list(self, sub: str | None, gattrs: dict, ndef: dict, edef: dict) -> list[str]:
+    def _stmt_list(self, sub: str | None, gattrs: dict[str, str], ndef: dict[str, str], edef: dict[str, str]) -> list[str]:
         """Statements up to the closing '}'; returns the node names mentioned (for edges to subgraphs)."""
         mentioned: list[str] = []
         kinds = self.kinds
@@ -197,7 +197,7 @@ class _Parser:
                 self.i += 1
         return mentioned
 
-    def _operand(self, sub: str | None, ndef: dict, edef: dict, mentioned: list[str]) -> list[str]:
+    def _operand(self, sub: str | None, ndef: dict[str, str], edef: dict[str, str], mentioned: list[str]) -> list[str]:
         kw = self._keyword(self.i)
         if kw == "subgraph" or self.kinds[self.i] == "{":
             return self._subgraph(sub, ndef, edef, mentioned)
@@ -215,7 +215,7 @@ class _Parser:
         mentioned.append(name)
         return [name]
 
-    def _subgraph(self, parent: str | None, ndef: dict, edef: dict, mentioned: list[str]) -> list[str]:
+    def _subgraph(self, parent: str | None, ndef: dict[str, str], edef: dict[str, str], mentioned: list[str]) -> list[str]:
         if self.depth >= MAX_DEPTH:
             raise self._error(self.starts[self.i], f"subgraphs nested more than {MAX_DEPTH} levels deep; cgtool reads "
                                                    f"at most {MAX_DEPTH} (a CUDA graph's DOT nests a few)")
@@ -225,7 +225,7 @@ class _Parser:
         finally:
             self.depth -= 1
 
-    def _subgraph_body(self, parent: str | None, ndef: dict, edef: dict, mentioned: list[str]) -> list[str]:
+    def _subgraph_body(self, parent: str | None, ndef: dict[str, str], edef: dict[str, str], mentioned: list[str]) -> list[str]:
         if self._keyword(self.i) == "subgraph":
             self.i += 1
         name = self._id("a subgraph name") if self._is_id() else ""
@@ -241,7 +241,7 @@ class _Parser:
         mentioned.extend(inner)
         return inner
 
-    def _edges(self, tails: list[str], sub: str | None, ndef: dict, edef: dict, mentioned: list[str]) -> None:
+    def _edges(self, tails: list[str], sub: str | None, ndef: dict[str, str], edef: dict[str, str], mentioned: list[str]) -> None:
         chain = [tails]
         while self.kinds[self.i] in ("->", "--"):
             self.i += 1

@@ -45,7 +45,10 @@ _KERNEL_RECORD = re.compile(r"^\{\s*KERNEL\s*\|\s*\{\s*ID\s*\|([^|}]*)\|([^|}\\]
 def read_driver_dot(source: str | Path) -> Graph:
     """The graph in a driver DOT dump: a Path is read from disk, a str is the DOT text itself."""
     if isinstance(source, Path):
-        return graph_from_driver_dot(parse_dot(source.read_text(errors="replace"), str(source)))
+        from cgtool.files.inputs import GRAPH, read_input
+
+        text = read_input(str(source), GRAPH).decode("utf-8", errors="replace")
+        return graph_from_driver_dot(parse_dot(text, str(source)))
     return graph_from_driver_dot(parse_dot(source, "<driver dot>"))
 
 

@@ -37,7 +37,7 @@ class Repeat:
         return self.members[k * self.period : (k + 1) * self.period]
 
 
-def signature(node: GraphNode) -> tuple:
+def signature(node: GraphNode) -> tuple[object, ...]:
     """What must match for two nodes to count as the same step (ids and attrs may differ)."""
     return (node.kind, node.name, node.mangled, node.grid, node.block, node.shared_mem,
             node.copy_kind, node.bytes, node.child is not None)
@@ -50,7 +50,7 @@ def find_repeats(graph: Graph, adj: Adjacency | None = None, min_count: int = MI
     out: list[Repeat] = []
     for gid, ids in nodes_by_graph(graph).items():
         order = topo_order(graph, adj, ids)
-        codes: dict[tuple, int] = {}
+        codes: dict[tuple[object, ...], int] = {}
         seq = []
         for n in order:
             node = graph.nodes[n]
@@ -109,11 +109,14 @@ def _emit(gid: int, order: list[int], start: int, period: int, a: int, b: int, m
     return [Repeat(gid, period, tuple(order[start + a * period : start + b * period]))]
 
 
-def _wiring(order: list[int], start: int, period: int, k: int, pos: dict[int, int], adj: Adjacency):
+def _wiring(order: list[int], start: int, period: int, k: int, pos: dict[int, int],
+            adj: Adjacency) -> tuple[list[tuple[int, int]], list[tuple[int, int]], int, bool]:
     """Block k's edges: (inside it, to block k+1, how many go elsewhere, whether any arrive from
     somewhere other than block k-1), with positions relative to the block."""
     base = k * period
-    internal, forward, elsewhere, enters = [], [], 0, False
+    internal: list[tuple[int, int]] = []
+    forward: list[tuple[int, int]] = []
+    elsewhere, enters = 0, False
     for n in order[start + base : start + base + period]:
         u = pos[n] - base
         for s in adj.succ[n]:

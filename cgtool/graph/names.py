@@ -6,24 +6,22 @@ import ctypes
 import ctypes.util
 import functools
 import re
+from typing import Any
 
-_demangler = None
 
-
-def _load_demangler():  # -> callable or False
-    global _demangler
-    if _demangler is None:
-        try:
-            lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
-            fn = lib.__cxa_demangle
-            fn.restype = ctypes.c_void_p
-            fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
-            free = ctypes.CDLL(None).free
-            free.argtypes = [ctypes.c_void_p]
-            _demangler = (fn, free)
-        except (OSError, AttributeError):
-            _demangler = False
-    return _demangler
+@functools.cache
+def _load_demangler() -> tuple[Any, Any] | None:
+    """libstdc++'s __cxa_demangle and libc's free, or None where they cannot be loaded."""
+    try:
+        lib = ctypes.CDLL(ctypes.util.find_library("stdc++") or "libstdc++.so.6")
+        fn = lib.__cxa_demangle
+        fn.restype = ctypes.c_void_p
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
+        free = ctypes.CDLL(None).free
+        free.argtypes = [ctypes.c_void_p]
+        return fn, free
+    except (OSError, AttributeError):
+        return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -32,7 +30,7 @@ def demangle(symbol: str) -> str:
     if not symbol.startswith("_Z"):
         return symbol
     lib = _load_demangler()
-    if not lib:
+    if lib is None:
         return symbol
     fn, free = lib
     status = ctypes.c_int(0)
@@ -62,7 +60,9 @@ def _split_top(text: str, open_: str, close: str) -> tuple[str, str | None]:
 
 
 def _top_level_args(inside: str) -> list[str]:
-    args, depth, cur = [], 0, []
+    args: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in inside:
         if ch in "<([":
             depth += 1
@@ -80,7 +80,9 @@ def _top_level_args(inside: str) -> list[str]:
 
 def _components(qualified: str) -> list[str]:
     """`a::f(int)::{lambda()#1}` -> ["a", "f", "{lambda()#1}"], splitting only at depth 0."""
-    parts, depth, cur, i = [], 0, [], 0
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = i = 0
     while i < len(qualified):
         ch = qualified[i]
         if ch in "<({[":

@@ -68,10 +68,10 @@ def match(a: Sequence[str], b: Sequence[str]) -> list[int | None]:
         return out
     out = [None] * len(a)
     sm = difflib.SequenceMatcher(None, list(a), list(b), autojunk=False)
-    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+    for tag, i1, i2, j1, _j2 in sm.get_opcodes():
         if tag == "equal":
-            for k in range(i2 - i1):
-                out[i1 + k] = j1 + k
+            for d in range(i2 - i1):
+                out[i1 + d] = j1 + d
     _fill_between(a, b, out)
     return out
 
@@ -91,15 +91,17 @@ def _fill_between(a: Sequence[str], b: Sequence[str], out: list[int | None]) -> 
     prev_j = -1
     n = len(a)
     while i < n:
-        if out[i] is not None:
-            prev_j = out[i]  # type: ignore[assignment]
+        matched = out[i]
+        if matched is not None:
+            prev_j = matched
             i += 1
             continue
         start = i
         while i < n and out[i] is None:
             i += 1
-        next_j = out[i] if i < n else len(b)
-        free = _positions([b[j] if j not in used else "\0used" for j in range(prev_j + 1, next_j)])  # type: ignore[operator]
+        stop = out[i] if i < n else None  # the next match (the loop above stopped at it), else the end of b
+        next_j = len(b) if stop is None else stop
+        free = _positions([b[j] if j not in used else "\0used" for j in range(prev_j + 1, next_j)])
         for k in range(start, i):
             js = free.get(a[k])
             if js:

@@ -96,22 +96,23 @@ def _leaves(group: Field) -> list[str] | None:
     group = _unwrap(group)
     if isinstance(group, str):
         return None
-    values = [_unwrap(v) for v in group]
-    return values if all(isinstance(v, str) for v in values) else None  # type: ignore[return-value]
+    values = [v for v in map(_unwrap, group) if isinstance(v, str)]
+    return values if len(values) == len(group) else None
 
 
 def _table(kids: list[Field], prefix: str, out: dict[str, str]) -> None:
     kids = [_unwrap(k) for k in kids]
-    if all(isinstance(k, str) for k in kids):
-        if len(kids) >= 2:
-            out[prefix + kids[0]] = kids[1]  # type: ignore[operator,assignment]
-            for j, extra in enumerate(kids[2:], 2):
-                out[f"{prefix}{kids[0]}#{j}"] = extra  # type: ignore[assignment]
+    words = [k for k in kids if isinstance(k, str)]
+    if len(words) == len(kids):
+        if len(words) >= 2:
+            out[prefix + words[0]] = words[1]
+            for j, extra in enumerate(words[2:], 2):
+                out[f"{prefix}{words[0]}#{j}"] = extra
         return
-    pairs = [_leaves(k) if isinstance(k, list) else None for k in kids]
+    pairs = [p for p in (_leaves(k) if isinstance(k, list) else None for k in kids) if p is not None and len(p) == 2]
     # {{x | 0} | {y | 0} | {z | 0}}; two such rows read as {{keys} | {values}} below, as the driver means
-    if len(kids) > 2 and all(p is not None and len(p) == 2 for p in pairs):
-        for key, value in pairs:  # type: ignore[misc]
+    if len(kids) > 2 and len(pairs) == len(kids):
+        for key, value in pairs:
             out[prefix + key] = value
         return
     if len(kids) == 2 and isinstance(kids[0], str):
@@ -129,9 +130,9 @@ def _table(kids: list[Field], prefix: str, out: dict[str, str]) -> None:
             for i, (k, v) in enumerate(zip(keys, values)):
                 out[f"{prefix}{heads[i // per]}.{k}"] = v
             return
-    for k in kids:
-        if isinstance(k, list):
-            _table(k, prefix, out)
+    for kid in kids:
+        if isinstance(kid, list):
+            _table(kid, prefix, out)
 
 
 def _zip(header: Field, values: list[str] | None, prefix: str, out: dict[str, str]) -> bool:

@@ -65,11 +65,11 @@ class GraphSummary:
 
     @property
     def nodes(self) -> int:
-        return self.counts["nodes"]
+        return int(self.counts["nodes"])
 
     @property
     def edges(self) -> int:
-        return self.counts["edges"]
+        return int(self.counts["edges"])
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -61,3 +61,37 @@ def nodes_by_graph(graph: Graph) -> dict[int, list[int]]:
     for n in graph.nodes:
         out.setdefault(n.graph, []).append(n.id)
     return dict(sorted(out.items()))
+
+
+
+def find_cycle(graph: Graph) -> list[int] | None:
+    """A cycle as node ids, the first repeated at the end (`[3, 4, 3]`; a self-loop is `[5, 5]`), or None when there
+    is none, as in every CUDA graph. A node is followed by the nodes its edges lead to and by the nodes of the child
+    graphs it embeds (so child graphs embedding each other are a cycle too). Iterative depth-first search, O(nodes +
+    edges): each graph is one extra vertex between its embedding nodes and its own nodes, left out of the answer."""
+    n = len(graph.nodes)
+    members = nodes_by_graph(graph)
+    vertex = {g: n + k for k, g in enumerate(members)}  # graph id -> its extra vertex
+    succ = [list(s) for s in Adjacency.of(graph).succ] + [members[g] for g in members]
+    for node in graph.nodes:
+        bodies = node.attrs.get("bodies") if isinstance(node.attrs.get("bodies"), list) else [node.child]
+        succ[node.id] += [vertex[c] for c in bodies if c in vertex]
+    state = [0] * len(succ)  # 0 unseen, 1 on the current path, 2 done
+    for root in range(n):
+        if state[root]:
+            continue
+        path, nexts = [root], [iter(succ[root])]
+        state[root] = 1
+        while path:
+            child = next(nexts[-1], None)
+            if child is None:
+                state[path.pop()] = 2
+                nexts.pop()
+            elif state[child] == 1:
+                cycle = path[path.index(child):] + [child]
+                return [v for v in cycle if v < n] if cycle[0] < n else [v for v in cycle[1:] if v < n] + [cycle[1]]
+            elif state[child] == 0:
+                state[child] = 1
+                path.append(child)
+                nexts.append(iter(succ[child]))
+    return None

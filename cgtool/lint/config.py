@@ -7,12 +7,13 @@ cgtool/model/limits.py that the command-line options use. Command-line options w
 
 from __future__ import annotations
 
-import sys
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from cgtool.errors import CgtoolError, ExitCode
+from cgtool.files.inputs import CONFIG, parse_toml, read_input, read_text
 from cgtool.lint.filter import normalize_patterns
 from cgtool.model.limits import check_number
 from cgtool.model.lint_result import LINT_FORMATS
@@ -38,35 +39,19 @@ def find_pyproject(start_dir: str | Path) -> Path | None:
         start = start.parent
     for directory in (start, *start.parents):
         candidate = directory / "pyproject.toml"
-        if candidate.is_file() and _mentions_cgtool(candidate):
+        # not only regular files: a FIFO, device or dangling link named pyproject.toml is refused by the reader
+        if os.path.lexists(candidate) and not candidate.is_dir() and _mentions_cgtool(candidate):
             return candidate
     return None
 
 
 def _mentions_cgtool(path: Path) -> bool:
     # A cheap text test first: unrelated pyproject files are never parsed (nor are their TOML errors ours).
+    # A pyproject.toml that is a FIFO, a device or too large does mention it: load_config then says what it is.
     try:
-        return "cgtool" in path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-
-
-def _toml_loads(text: str, path: Path) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on Python 3.10 only
-        try:
-            import tomli as tomllib
-        except ImportError:
-            raise CgtoolError(
-                f"{path} has a [tool.cgtool] table, but reading TOML on Python "
-                f"{sys.version_info.major}.{sys.version_info.minor} needs the 'tomli' package: pip install tomli",
-                ExitCode.ENVIRONMENT,
-            ) from None
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise CgtoolError(f"{path}: not valid TOML: {exc}", ExitCode.USAGE) from None
+        return b"cgtool" in read_input(str(path), CONFIG)
+    except CgtoolError:
+        return True
 
 
 def load_config(start_dir: str | Path) -> LintConfig:
@@ -77,13 +62,8 @@ def load_config(start_dir: str | Path) -> LintConfig:
     path = find_pyproject(start_dir)
     if path is None:
         return LintConfig()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise CgtoolError(f"{path}: not UTF-8 text (byte {exc.start}), as TOML must be", ExitCode.USAGE) from None
-    except OSError as exc:
-        raise CgtoolError(f"{path}: cannot read it: {exc.strerror or exc}", ExitCode.USAGE) from None
-    tool = _toml_loads(text, path).get("tool", {})
+    text = read_text(str(path), CONFIG)  # the one reader: regular files only, bounded size; TOML depth bounded too
+    tool = parse_toml(text, str(path), CONFIG).get("tool", {})
     if not isinstance(tool, dict):
         raise CgtoolError(f"{path}: `tool` must be a table ([tool.cgtool] lives in it)", ExitCode.USAGE)
     table = tool.get("cgtool")

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from cgtool.errors import CgtoolError, ExitCode
-from cgtool.model.finding import Finding
+from cgtool.model.finding import SOURCE, Finding
 from cgtool.model.rules import RULES
 
 # A comment that starts a suppression: `cgtool:` then `ignore` (any case). Only the two exact forms below
@@ -92,7 +92,7 @@ def suppression_problem(line: str) -> str | None:
     well formed or the line has none."""
     comment = _comment(line)
     start = None if comment is None else _START.search(comment)
-    if start is None:
+    if comment is None or start is None:
         return None
     text = comment[start.start():].strip()
     if parse_suppression(line) is None:
@@ -113,7 +113,7 @@ def suppression_findings(path: str, lines: Sequence[str]) -> list[Finding]:
     for number, line in enumerate(lines, start=1):
         problem = suppression_problem(line)
         if problem is not None:
-            out.append(finding("CG001", problem, file=path, line=number, source=line.strip()))
+            out.append(finding("CG001", problem, file=path, line=number, source=line.strip(), origin=SOURCE))
     return out
 
 
@@ -139,11 +139,13 @@ def is_suppressed(finding: Finding, source_lines: Sequence[str] | None = None) -
 
 
 def read_source_lines(path: str) -> list[str]:
-    """The lines of a source file, or [] when it cannot be read."""
+    """The lines of a source file, or [] when it cannot be read (or is no regular file: the one reader)."""
+    from cgtool.errors import CgtoolError
+    from cgtool.files.inputs import SCRIPT, read_input
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read().splitlines()
-    except OSError:
+        return read_input(path, SCRIPT).decode("utf-8", errors="replace").splitlines()
+    except CgtoolError:
         return []
 
 

@@ -10,12 +10,14 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from cgtool.errors import CgtoolError, ExitCode
+from cgtool.files.inputs import SCRIPT, check_input, read_input
 from cgtool.lint.filter import filter_findings, rule_enabled
 from cgtool.model.job import CAPTURE, Job
 from cgtool.model.lint_result import ANALYSED, ERROR, LintResult, ScriptResult
 from cgtool.model.report import CAPTURE_FAILED, WORKER_FAILED, Report
 from cgtool.model.rules import CROSS_RANK_RULES, GPU_ONLY_RULES
 from cgtool.script.ranks import written_for_ranks
+from cgtool.worker import lifetime
 
 NO_GROUP = "Default process group has not been initialized"  # torch's words for a collective with no group
 
@@ -32,34 +34,36 @@ class LintOptions:
     force_cpu: bool = False
     jobs: int = 1
     nproc: int = 0  # > 0: each script on this many ranks (cgtool/worker/distributed.py)
+    scripts_only: bool = False  # --scripts-only: files given that define no entry are passed over (pre-commit)
 
 
 def defines_function(path: str, name: str) -> bool:
     """True when the file defines `name` at top level (read with ast; nothing is imported)."""
     try:
-        with open(path, "rb") as fh:
-            tree = ast.parse(fh.read(), path)
-    except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
+        tree = ast.parse(read_input(path, SCRIPT), path)
+    except (SyntaxError, ValueError, CgtoolError, RecursionError, MemoryError):
         return True  # let the analysis report the syntax error (or the nesting) for this file
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name for n in tree.body)
 
 
-def find_scripts(paths: Sequence[str], entry: str) -> list[tuple[str, str]]:
-    """(script, entry) pairs: files as given (`script.py:fn` names the entry of that file); folders
-    searched recursively for .py files that define the entry function."""
-    from cgtool.script.contract import parse_target
+def find_scripts(paths: Sequence[str], entry: str, scripts_only: bool = False) -> list[tuple[str, str]]:
+    """(script, entry) pairs: files as given (`script.py:fn` names the entry of that file; with `scripts_only`, only
+    those that define their entry function, as in a folder); folders searched recursively for .py files that
+    define the entry function."""
+    from cgtool.script.contract import entry_name, parse_target
 
+    entry = entry_name(entry)  # --entry "" or __init__: a usage error before any script runs
     found: list[tuple[str, str]] = []
     for target in paths:
         path, own_entry = parse_target(target, None)
-        if not os.path.exists(path):
+        if not os.path.lexists(path):
             raise CgtoolError(f"No such file or folder: {path}", ExitCode.USAGE)
-        if os.path.isfile(path):
-            found.append((path, own_entry if path != target else entry))
-            continue
         if not os.path.isdir(path):
-            raise CgtoolError(f"{path} is not a regular file (a FIFO, socket or device); give a Python script.",
-                              ExitCode.USAGE)
+            check_input(path, SCRIPT)  # the one reader's refusal: a FIFO, device, socket or dangling link
+            fn = own_entry if path != target else entry
+            if not scripts_only or defines_function(path, fn):
+                found.append((path, fn))
+            continue
         for root, dirs, files in os.walk(path):
             dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS and not d.startswith("."))
             for f in sorted(files):
@@ -110,7 +114,9 @@ def lint_paths(paths: Sequence[str], opts: LintOptions, on_progress: Progress | 
     thread). Ctrl-C stops the workers under way and returns what finished, with `interrupted` set."""
     from cgtool import __version__
 
-    scripts = find_scripts(paths, opts.entry)
+    scripts = find_scripts(paths, opts.entry, opts.scripts_only)
+    if not scripts and opts.scripts_only:  # pre-commit passed no script: nothing to check is a pass
+        return LintResult(scripts=[], version=__version__)
     if not scripts:
         raise CgtoolError(f"No scripts with a `{opts.entry}()` function under {', '.join(paths)}.", ExitCode.USAGE)
     done: dict[int, ScriptResult] = {}
@@ -131,7 +137,7 @@ def lint_paths(paths: Sequence[str], opts: LintOptions, on_progress: Progress | 
     device = "cuda" if any(r.device == "cuda" for r in results) else "cpu"
     unchecked = [path for i, (path, _) in enumerate(scripts) if i not in done] if interrupted else []
     return LintResult(scripts=results, version=__version__, device=device, interrupted=interrupted,
-                      unchecked=unchecked)
+                      stop=lifetime.stop_name(), unchecked=unchecked)
 
 
 def _run_in_turn(scripts: list[tuple[str, str]], opts: LintOptions,
@@ -200,11 +206,27 @@ def _shutdown(pool: ThreadPoolExecutor) -> None:
 def lint_one(path: str, opts: LintOptions, entry: str | None = None,
              stop: threading.Event | None = None) -> ScriptResult | None:
     """Analyse one script in its own worker; None when Ctrl-C (or `stop`) ended the worker first."""
+    analysed = analyse(lint_job(path, opts, entry), opts, stop)
+    if analysed is None:
+        return None
+    report, world_of_one = analysed
+    return script_result(path, report, opts, world_of_one)
+
+
+def lint_job(path: str, opts: LintOptions, entry: str | None = None, settings: dict[str, object] | None = None) -> Job:
+    """The worker job lint runs for one script (`settings`: more of them, e.g. cgtool.check's setup_fn/inputs_fn)."""
+    return Job(CAPTURE, os.path.abspath(path), entry or opts.entry, force_cpu=opts.force_cpu,
+               settings={"warmup": opts.warmup, "timing": False, "checks": True, "replay_check": True,
+                         **(settings or {})})
+
+
+def analyse(job: Job, opts: LintOptions, stop: threading.Event | None = None) -> tuple[Report, bool] | None:
+    """lint's analysis of one job: its complete report (a failed capture completed by the CPU analysis of the whole
+    step) and whether the script, written for ranks, ran as a world of one; None when Ctrl-C (or `stop`) ended it.
+    `lint` and `cgtool.check` both come through here."""
     from cgtool.worker.client import report_from_outcome, run_job
     from cgtool.worker.whole_step import complete_report
 
-    job = Job(CAPTURE, os.path.abspath(path), entry or opts.entry, force_cpu=opts.force_cpu,
-              settings={"warmup": opts.warmup, "timing": False, "checks": True, "replay_check": True})
     world_of_one = not opts.nproc and written_for_ranks(job.script)
     if opts.nproc or world_of_one:  # a script written for ranks runs as a world of one in a plain lint
         from cgtool.worker.distributed import lint_report
@@ -214,14 +236,14 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
             report = complete_report(job, report, opts.timeout, stop, world_of_one=True)
         if report is None or (stop is not None and stop.is_set()):
             return None
-        return script_result(path, report, opts, world_of_one)
+        return report, world_of_one
     outcome = run_job(job, opts.timeout, stop=stop)
     if outcome.failure == "interrupted":
         return None
     report = complete_report(job, report_from_outcome(job, outcome), opts.timeout, stop)
     if stop is not None and stop.is_set():
         return None
-    return script_result(path, report, opts)
+    return report, False
 
 
 def script_result(path: str, report: Report, opts: LintOptions, world_of_one: bool = False) -> ScriptResult:

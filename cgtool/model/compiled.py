@@ -91,6 +91,11 @@ class TreeFunction:
         return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
+# CompiledEvent.guard_on: what a failed recompile guard checks
+GUARD_SIZE = "size"  # a tensor's size ("size mismatch"): a graph per shape once dynamo makes it a symbol
+GUARD_VALUE = "value"  # a Python int's value (`== 8`): a graph per distinct value
+
+
 @dataclass(frozen=True)
 class CompiledEvent:
     """A skip, a re-record, a fallback or a warning, with torch's reason and the user's line where known."""
@@ -100,16 +105,22 @@ class CompiledEvent:
     message: str  # torch's text (trimmed)
     frame: Frame | None = None
     count: int = 1  # how many records said the same thing
+    # a recompile (RECOMPILE): the function dynamo recompiled, the guard that failed (torch's words) and what it
+    # guards, read from torch's text where the event is made (model/compiled_logs.py): GUARD_SIZE, GUARD_VALUE or ""
+    function: str = ""
+    guard: str = ""
+    guard_on: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "reason": self.reason, "message": self.message, "count": self.count,
-                "frame": None if self.frame is None else self.frame.to_json()}
+                "frame": None if self.frame is None else self.frame.to_json(),
+                **({"function": self.function, "guard": self.guard, "guard_on": self.guard_on} if self.function else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CompiledEvent:
         fr = d.get("frame")
         return cls(d["kind"], d["reason"], d.get("message", ""), None if fr is None else Frame.from_json(fr),
-                   int(d.get("count", 1)))
+                   int(d.get("count", 1)), d.get("function", ""), d.get("guard", ""), d.get("guard_on", ""))
 
 
 @dataclass(frozen=True)

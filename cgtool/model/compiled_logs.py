@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any
 
 from cgtool.model.compiled import (
     DYNAMIC_SHAPES,
+    GUARD_SIZE,
+    GUARD_VALUE,
     OVERWRITTEN,
     PARTITION,
     PENDING_BACKWARD,
@@ -124,8 +127,8 @@ def breaks_from_records(records: list[dict[str, Any]]) -> list[GraphBreak]:
     ...` / `User code traceback:`), merged by line and reason with a count."""
     import linecache
 
-    found: dict[tuple, GraphBreak] = {}
-    for r, message, m in _matching(records, "__graph_breaks", _BREAK_AT):
+    found: dict[tuple[str, int, str], GraphBreak] = {}
+    for _r, message, m in _matching(records, "__graph_breaks", _BREAK_AT):
         file, line = m.group(1).strip(), int(m.group(2))
         reason, detail = break_reason(message)
         trace = message.split("User code traceback:", 1)
@@ -176,8 +179,20 @@ def recompile_events(records: list[dict[str, Any]]) -> list[CompiledEvent]:
         reason = f"{m.group(1)} recompiled: {why[0] if why else 'a guard failed'}"
         reason = re.sub(r"^\d+/\d+: ", "", reason.split(": ", 1)[0]) + ": " + re.sub(r"^\d+/\d+: ", "",
                                                                                       reason.split(": ", 1)[1])
-        out.append(CompiledEvent(RECOMPILE, reason[:300], _short(message), call_of(r)))
+        reason = reason[:300]
+        out.append(CompiledEvent(RECOMPILE, reason, _short(message), call_of(r),
+                                 function=reason.split(" recompiled", 1)[0], guard=reason.split(": ", 1)[-1],
+                                 guard_on=guard_on(reason)))
     return merge(out)
+
+
+def guard_on(guard: str) -> str:
+    """What a failed guard checks, from torch's words: GUARD_SIZE for a shape ("size mismatch"), GUARD_VALUE for a
+    Python int (`... == 8`); once dynamo makes it a symbol, CUDAGraph Trees record one graph per distinct value
+    (they key their graphs on the int inputs). "" for other guards."""
+    if "size mismatch" in guard:
+        return GUARD_SIZE
+    return GUARD_VALUE if re.search(r"== -?\d+\s*$", guard) is not None else ""
 
 
 def partition_events(records: list[dict[str, Any]]) -> list[CompiledEvent]:
@@ -205,10 +220,10 @@ def partition_events(records: list[dict[str, Any]]) -> list[CompiledEvent]:
 
 def merge(events: list[CompiledEvent]) -> list[CompiledEvent]:
     counts = Counter((e.kind, e.reason, e.frame) for e in events)
-    first: dict[tuple, CompiledEvent] = {}
+    first: dict[tuple[str, str, Frame | None], CompiledEvent] = {}
     for e in events:
         first.setdefault((e.kind, e.reason, e.frame), e)
-    return [CompiledEvent(e.kind, e.reason, e.message, e.frame, counts[k]) for k, e in first.items()]
+    return [replace(e, count=counts[k]) for k, e in first.items()]
 
 
 def events_from_warnings(messages: list[str]) -> list[CompiledEvent]:
@@ -231,18 +246,6 @@ def events_from_errors(errors: list[tuple[str, Frame | None]]) -> list[CompiledE
             out.append(CompiledEvent(OVERWRITTEN, "an output was read after a later call overwrote it",
                                      _short(text), frame or made))
     return merge(out)
-
-
-def recorded_key(record: dict[str, Any]) -> str | None:
-    """The symint key of a `Recording cudagraph tree for symint key %s` record (the last argument: 2.11 has
-    (key,), 2.13 (compile_id, key)); "" for the record `... for graph without symints`; None otherwise."""
-    msg = str(record.get("msg", ""))
-    if "Recording cudagraph tree for symint key" in msg:
-        args = record.get("args") or []
-        return str(args[-1]) if isinstance(args, list) and args else str(record.get("message", "")).split()[-1]
-    if "Recording cudagraph tree for graph without symints" in msg:
-        return ""
-    return None
 
 
 def functions_from_tree(tree: dict[str, Any] | None, symint_keys: list[dict[str, Any]] | None) -> list[TreeFunction]:

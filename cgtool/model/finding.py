@@ -39,6 +39,16 @@ CATEGORIES = (
 )
 
 
+# Finding.origin values: which analysis made the finding.
+CPU_TRACE = "cpu-trace"  # the tracer on the CPU run (lint, capture without a GPU, the whole step after a failure)
+GPU_TRACE = "gpu-trace"  # the tracer during the real GPU warmup and capture
+GPU_CAPTURE = "gpu-capture"  # the real capture itself: its error, its graph, the replay check (CG403, CG501-CG503)
+COMPILED = "compiled"  # what torch.compile and its CUDAGraph Trees did (CG701-CG705)
+RANKS = "ranks"  # the ranks compared with each other (CG6xx)
+SOURCE = "source"  # the script's text itself (CG001: a malformed `# cgtool: ignore`)
+ORIGINS = (CPU_TRACE, GPU_TRACE, GPU_CAPTURE, COMPILED, RANKS, SOURCE)
+
+
 @dataclass(frozen=True)
 class Finding:
     rule: str  # stable id, e.g. "CG101"
@@ -54,18 +64,40 @@ class Finding:
     # CPU analysis and for findings that are themselves observations of the real capture (CG501-CG503).
     evidence: str | None = None
     library: str | None = None  # the innermost library frame that issued the op ("pkg/mod.py:12 in fn")
+    kind: str | None = None  # which of its rule's kinds (model/rules.py: Kind), e.g. CG402 "python-number"
+    origin: str | None = None  # which analysis made it (ORIGINS); None in reports older than schema 3
+    # what it predicts the real run does (model/rules.py: CAPTURE_FAILS, REPLAY_DIFFERS), from its rule and kind;
+    # None for observations of the real run
+    predicts: str | None = None
+    reason: str | None = None  # why `evidence` is what it is, where a verdict says more than its word
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Finding:
+        """A finding from report.json, of any readable schema: before schema 3 a finding had no kind, origin,
+        predicts or reason (its verdict's reason was part of `message`): they read as None."""
         return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
 
     @property
     def status(self) -> str:
         """" (confirmed by the capture)" and the like, for renderers; "" where no real capture judged it."""
         return f" ({EVIDENCE_WORDS[self.evidence]})" if self.evidence in EVIDENCE_WORDS else ""
+
+    @property
+    def note(self) -> str:
+        """The verdict's reason as renderers append it to the message: " [refuted: the real capture succeeded]",
+        " [not reached: …]", " [not tested: …]", " (…)" for a confirmation; "" without a reason."""
+        if not self.reason:
+            return ""
+        word = {REFUTED: "refuted", NOT_REACHED: "not reached", UNTESTED: "not tested"}.get(self.evidence or "")
+        return f" [{word}: {self.reason}]" if word else f" ({self.reason})"
+
+    @property
+    def text(self) -> str:
+        """The message with the verdict's reason: what every renderer shows."""
+        return self.message + self.note
 
     @property
     def location(self) -> str:

@@ -33,17 +33,26 @@ class GraphMemory:
     static_input_bytes: int = 0  # the static input buffers cgtool keeps (outside the pool: made before capture)
     static_output_bytes: int = 0  # the static output's tensors (inside the pool when the step made them)
     capture_peak_bytes: int | None = None  # peak of allocated memory during capture, above what was allocated before
+    # the pool of the same step captured as PyTorch's docs show it (warmup on a side stream, then torch.cuda.graph
+    # on its own capture stream): cuBLAS makes a workspace for a stream it has not seen, inside the pool
+    recipe_pool_reserved: int | None = None
+
+    @property
+    def recipe_extra(self) -> int | None:
+        """Bytes the recipe's pool holds beyond cgtool's (warmup and capture on one stream)."""
+        return None if self.recipe_pool_reserved is None else self.recipe_pool_reserved - self.pool_reserved
 
     def to_json(self) -> dict[str, Any]:
         return {"pool_reserved": self.pool_reserved, "pool_allocated": self.pool_allocated,
                 "static_input_bytes": self.static_input_bytes, "static_output_bytes": self.static_output_bytes,
-                "capture_peak_bytes": self.capture_peak_bytes}
+                "capture_peak_bytes": self.capture_peak_bytes, "recipe_pool_reserved": self.recipe_pool_reserved}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> GraphMemory:
-        peak = d.get("capture_peak_bytes")
+        peak, recipe = d.get("capture_peak_bytes"), d.get("recipe_pool_reserved")
         return cls(int(d["pool_reserved"]), int(d["pool_allocated"]), int(d.get("static_input_bytes", 0)),
-                   int(d.get("static_output_bytes", 0)), None if peak is None else int(peak))
+                   int(d.get("static_output_bytes", 0)), None if peak is None else int(peak),
+                   None if recipe is None else int(recipe))
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ the value comes from (a command-line option or the config); `check_number` names
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,7 @@ LIMITS: dict[str, Limit] = {
     "max_nodes": Limit(1, 10_000_000, whole=True, unit="nodes"),
     "jobs": Limit(1, 256, whole=True, unit="workers"),
     "modules": Limit(0, 64, whole=True, unit="levels"),
+    "check_steps": Limit(1, 10_000, whole=True, unit="steps"),
     "nproc": Limit(1, 4096, whole=True, unit="ranks"),
 }
 
@@ -50,17 +52,37 @@ def check_number(value: Any, name: str, where: str, from_text: bool = False) -> 
     limit = LIMITS[name]
     number = None if isinstance(value, str) and not from_text else _parse(value, limit.whole)
     if number is None or not limit.low <= number <= limit.high:
-        raise CgtoolError(f"{where} must be {limit.describe()}; got {_show(value)}", ExitCode.USAGE)
+        hint = f" ({NUMBER_TEXT})" if isinstance(value, str) and not _ASCII_NUMBER.match(value.strip()) else ""
+        raise CgtoolError(f"{where} must be {limit.describe()}; got {_show(value)}{hint}", ExitCode.USAGE)
     return number
+
+
+# Numbers written as text (options, --sizes, --batch-range, --memory-budget, a histogram's keys): ASCII digits,
+# a sign, a decimal point and an exponent. Python's int() and float() would also take `1_0` (10) and other
+# scripts' digits (`٣`, 3); a typo or a pasted value should not turn silently into a number.
+NUMBER_TEXT = "numbers are written with the ASCII digits 0-9, without _ separators"
+_ASCII_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z", re.ASCII)
+_ASCII_WHOLE = re.compile(r"[+-]?[0-9]+\Z", re.ASCII)
+
+
+def parse_number(text: str, whole: bool) -> int | float | None:
+    """`text` (surrounding spaces aside) as a whole number (`whole`) or a float, written in ASCII (NUMBER_TEXT);
+    None for anything else (`1_0`, `٣`, `inf`, `0x10`, ``)."""
+    text = text.strip()
+    if not (_ASCII_WHOLE if whole else _ASCII_NUMBER).match(text):
+        return None
+    try:
+        return int(text, 10) if whole else float(text)
+    except ValueError:  # more than 4,300 digits (Python's int_max_str_digits)
+        return None
 
 
 def _parse(value: Any, whole: bool) -> int | float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
-        try:
-            value = int(value.strip(), 10) if whole else float(value.strip())
-        except ValueError:
+        value = parse_number(value, whole)
+        if value is None:
             return None
     if whole:
         return value if isinstance(value, int) else None

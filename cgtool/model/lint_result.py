@@ -10,13 +10,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from cgtool.errors import ExitCode
+from cgtool.errors import CTRL_C
+from cgtool.model.exit_codes import lint_exit
 from cgtool.model.finding import Finding
 
-LINT_SCHEMA_VERSION = 1
+LINT_SCHEMA_VERSION = 2  # 2: findings as in report.json schema 3 (`reason`, `kind`, `origin`, `predicts`)
+READABLE_LINT_SCHEMAS = (1, 2)
 
 # The output formats of `cgtool lint`; cgtool/render/lint_formats.py has a renderer for each.
-LINT_FORMATS = ("text", "json", "sarif", "github", "junit")
+LINT_FORMATS = ("text", "json", "sarif", "github", "junit", "gitlab")
 
 # ScriptResult.status values
 ANALYSED = "analysed"  # the analysis ran; findings (possibly none) are complete for this device
@@ -80,7 +82,8 @@ class LintResult:
     scripts: list[ScriptResult] = field(default_factory=list)
     version: str = ""  # cgtool version
     device: str = "cpu"  # "cuda" when the run had a GPU, else "cpu"
-    interrupted: bool = False  # stopped by Ctrl-C: `scripts` holds what finished before it
+    interrupted: bool = False  # stopped by Ctrl-C, SIGTERM or SIGHUP: `scripts` holds what finished before it
+    stop: str = CTRL_C  # what stopped an interrupted run: "Ctrl-C", "SIGTERM" or "SIGHUP" (errors.interrupted)
     unchecked: list[str] = field(default_factory=list)  # scripts found but not analysed (interrupted)
 
     def findings(self) -> Iterator[tuple[ScriptResult, Finding]]:
@@ -127,11 +130,9 @@ class LintResult:
 
     @property
     def exit_code(self) -> int:
-        """130 when interrupted; else 0 when there is no error-severity finding and every script was
-        analysed, 1 otherwise."""
-        if self.interrupted:
-            return ExitCode.INTERRUPTED
-        return ExitCode.PROBLEMS if self.error_count or self.failed_scripts else ExitCode.OK
+        """128 + the stopping signal's number when interrupted (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP); else 0 when
+        there is no error-severity finding and every script was analysed, 1 otherwise."""
+        return lint_exit(self.interrupted, self.error_count, len(self.failed_scripts), self.stop)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,6 +148,7 @@ class LintResult:
                 "skipped_rules": self.skipped_rules,
                 "exit_code": self.exit_code,
                 "interrupted": self.interrupted,
+                "interrupted_by": self.stop if self.interrupted else None,
             },
             "scripts": [s.to_json() for s in self.scripts],
             "unchecked": list(self.unchecked),
@@ -155,12 +157,13 @@ class LintResult:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> LintResult:
         schema = d.get("schema")
-        if schema != LINT_SCHEMA_VERSION:
-            raise ValueError(f"lint result schema {schema!r} is not the supported version {LINT_SCHEMA_VERSION}")
+        if schema not in READABLE_LINT_SCHEMAS:
+            raise ValueError(f"lint result schema {schema!r} is not a supported version {READABLE_LINT_SCHEMAS}")
         return cls(
             scripts=[ScriptResult.from_json(s) for s in d.get("scripts", [])],
             version=d.get("cgtool_version", ""),
             device=d.get("device", "cpu"),
             interrupted=bool(d.get("summary", {}).get("interrupted", False)),
+            stop=str(d.get("summary", {}).get("interrupted_by") or CTRL_C),
             unchecked=list(d.get("unchecked", [])),
         )

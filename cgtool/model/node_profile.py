@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cgtool.graph.model import Graph
-from cgtool.graph.node_align import TIMED_KINDS, ReplayTimes, event_key, match, node_key, timed_nodes
+from cgtool.graph.node_align import ReplayTimes, event_key, match, node_key, timed_nodes
 from cgtool.model.frame import Frame
+from cgtool.model.timeline import Timeline
 from cgtool.model.trace import OpRecord
 
 CAPTURE = "capture"  # NodeSource.how: the node count of the capturing graph around each traced op (exact)
@@ -98,6 +99,7 @@ class NodeProfile:
     kernels: int = 0  # kernel nodes of the graph
     kernels_mapped: int = 0  # of them, with a user line
     eager: list[EagerLine] = field(default_factory=list)  # launch-bound lines, most CPU time over replay first
+    timeline: Timeline | None = None  # the profiled replays and eager step, event by event (timeline.json)
 
     @property
     def timed_us(self) -> float:
@@ -134,14 +136,16 @@ class NodeProfile:
                 "unmapped": dict(self.unmapped), "replays": self.replays, "replay_us": round(self.replay_us, 3),
                 "timed_us": round(self.timed_us, 3), "unmatched_events": self.unmatched_events,
                 "kernels": self.kernels, "kernels_mapped": self.kernels_mapped,
-                "eager_lines": [e.to_json() for e in self.eager]}
+                "eager_lines": [e.to_json() for e in self.eager],
+                **({"timeline": self.timeline.to_json()} if self.timeline is not None else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> NodeProfile:
         return cls([Frame.from_json(f) for f in d.get("frames", ())], [NodeSource.from_json(n) for n in d.get("nodes", ())],
                    dict(d.get("unmapped", {})), int(d.get("replays", 0)), float(d.get("replay_us", 0.0)),
                    int(d.get("unmatched_events", 0)), int(d.get("kernels", 0)), int(d.get("kernels_mapped", 0)),
-                   [EagerLine.from_json(e) for e in d.get("eager_lines", ())])
+                   [EagerLine.from_json(e) for e in d.get("eager_lines", ())],
+                   Timeline.from_json(d["timeline"]) if d.get("timeline") else None)
 
 
 # One row per aten op seen while capturing: (index of the traced op, op name, node count before, after, module path)
@@ -171,12 +175,10 @@ def node_profile(graph: Graph, frames: Sequence[Frame], ops: Sequence[OpRecord],
     local = _FrameList()
     profile = NodeProfile(frames=local.frames)
     us = times.node_us if times is not None else {}
-    for node in graph.nodes:
-        if node.kind not in TIMED_KINDS:
-            continue
+    for node in timed_nodes(graph):
         got = owner.get(node.id)
         op = ops[got[0]] if got is not None and 0 <= got[0] < len(ops) else None
-        if op is not None and not _same_op(op.name, got[1]):
+        if op is not None and got is not None and not _same_op(op.name, got[1]):
             op = None  # the tracer did not record this op (the index is its previous one)
         if got is None:
             reason = OUTSIDE_OPS
@@ -230,9 +232,7 @@ def launch_profile(graph: Graph, found: dict[int, LaunchSource], times: ReplayTi
     local = _FrameList()
     profile = NodeProfile(frames=local.frames)
     us = times.node_us if times is not None else {}
-    for node in graph.nodes:
-        if node.kind not in TIMED_KINDS:
-            continue
+    for node in timed_nodes(graph):
         got = found.get(node.id)
         reason = NO_LAUNCH if got is None else (NO_STACK if got[1] is None and node.kind == "kernel" else "")
         if reason:

@@ -78,6 +78,9 @@ class RankResult:
     facts: dict[str, Any] = field(default_factory=dict)  # backend, nccl version, NCCL env settings, device
     output: str = ""  # the tail of what the rank printed
     summary: dict[str, Any] = field(default_factory=dict)  # graph summary: nodes, kernels, nccl_kernels (merge)
+    # where this rank saw the ranks' collectives part, as it happened (cgtool/pipeline/rank_sequence.py): index,
+    # ranks (rank → op/phase/iteration/detail/file/line, or None for a rank that never calls it), done, message
+    divergence: dict[str, Any] | None = None
 
     @property
     def failed(self) -> bool:
@@ -87,7 +90,8 @@ class RankResult:
         return {"rank": self.rank, "ended": self.ended, "phase": self.phase, "exit": self.exit,
                 "summary": self.summary, "facts": self.facts,
                 "collectives": [c.to_json() for c in self.collectives], "ddp": [d.to_json() for d in self.ddp],
-                "report": None if self.report is None else self.report.to_json(), "output": self.output}
+                "report": None if self.report is None else self.report.to_json(), "output": self.output,
+                "divergence": self.divergence}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> RankResult:
@@ -95,7 +99,7 @@ class RankResult:
                    d.get("ended", NOT_STARTED), d.get("phase", ""), d.get("exit", ""),
                    [Collective.from_json(c) for c in d.get("collectives", [])],
                    [DdpWrap.from_json(x) for x in d.get("ddp", [])], dict(d.get("facts", {})), d.get("output", ""),
-                   dict(d.get("summary", {})))
+                   dict(d.get("summary", {})), d.get("divergence"))
 
 
 @dataclass

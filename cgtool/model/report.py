@@ -16,12 +16,15 @@ from cgtool.model.finding import Finding
 from cgtool.model.graph_memory import GraphMemory
 from cgtool.model.node_profile import NodeProfile
 from cgtool.model.partial import ModuleMap, Piecewise
-from cgtool.model.report_parts import ErrorRecord, ReplayCheck, TensorDiff, Timings
+from cgtool.model.report_parts import NO_CUDA, ErrorRecord, ReplayCheck, Skip, TensorDiff, Timings
 
-__all__ = ["ErrorRecord", "ReplayCheck", "Report", "TensorDiff", "Timings"]
+__all__ = ["ErrorRecord", "ReplayCheck", "Report", "Skip", "TensorDiff", "Timings"]
 
-SCHEMA_VERSION = 2  # 2 added `piecewise` and `modules` (partial capture); `compiled` is optional in 2
-READABLE_SCHEMAS = (1, 2)  # a schema-1 report reads with both new sections null
+# 2 added `piecewise` and `modules` (partial capture); `compiled` is optional in 2. 3: a finding's verdict reason is
+# its own field (`reason`, no longer appended to `message`), findings carry `kind`, `origin` and `predicts`, and
+# `skipped` entries are records ({"code", "text"}, were strings)
+SCHEMA_VERSION = 3
+READABLE_SCHEMAS = (1, 2, 3)  # a schema-1 report reads with both new sections null; schema 1-2 `skipped` as text
 
 # Report.status values
 CAPTURED = "captured"  # capture ran and a graph was read
@@ -30,7 +33,7 @@ COMPILED = "compiled"  # the step is compiled with CUDA graphs: torch.compile's 
 CPU_ONLY = "cpu-only"  # no CUDA device: the script ran on CPU only
 SCRIPT_ERROR = "script-error"  # the script could not be loaded, or setup/inputs/step raised in warmup
 WORKER_FAILED = "worker-failed"  # the worker crashed, timed out, or was interrupted
-CPU_SKIPPED = "capture, graph, replay check and timing need a CUDA device"  # Report.skipped on a CPU-only run
+CPU_SKIPPED = Skip(NO_CUDA, "capture, graph, replay check and timing need a CUDA device")  # on a CPU-only run
 
 
 @dataclass
@@ -51,7 +54,7 @@ class Report:
     node_lines: NodeProfile | None = None  # each graph node's line and replay GPU time (docs/node-lines.md)
     findings: list[Finding] = field(default_factory=list)
     errors: list[ErrorRecord] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # phases or rules that could not run, with why
+    skipped: list[Skip] = field(default_factory=list)  # phases or rules that could not run, with why
     outputs: dict[str, str] = field(default_factory=dict)  # name -> path written
     script_output: str = ""  # the tail of what the script printed
     cgtool_version: str = ""
@@ -76,7 +79,7 @@ class Report:
             "node_lines": None if self.node_lines is None else self.node_lines.to_json(),
             "findings": [f.to_json() for f in self.findings],
             "errors": [e.to_json() for e in self.errors],
-            "skipped": list(self.skipped),
+            "skipped": [s.to_json() for s in self.skipped],
             "outputs": dict(self.outputs),
             "script_output": self.script_output,
         }
@@ -103,7 +106,7 @@ class Report:
             node_lines=None if d.get("node_lines") is None else NodeProfile.from_json(d["node_lines"]),
             findings=[Finding.from_json(f) for f in d.get("findings", [])],
             errors=[ErrorRecord.from_json(e) for e in d.get("errors", [])],
-            skipped=list(d.get("skipped", [])),
+            skipped=[Skip.from_json(s) for s in d.get("skipped", [])],
             outputs=dict(d.get("outputs", {})),
             script_output=d.get("script_output", ""),
             cgtool_version=d.get("cgtool_version", ""),

@@ -56,6 +56,39 @@ class ErrorRecord:
         )
 
 
+# Skip.code values: what could not run, and why, as data (Skip.text says it in words)
+NO_CUDA = "no-cuda"  # a CPU-only run: capture, graph, replay check and timing need a CUDA device
+CAPTURE_STOPPED = "capture-failed"  # graph, replay check and timing after a failed capture
+PEERS_NOT_READY = "peers-not-ready"  # a rank skipped the phases that run collectives: a peer failed or is stuck
+PROFILER_FAILED = "profiler-failed"  # replay time per node, eager versus replay per line: the profiler failed
+NODE_LINES = "node-lines"  # the compiled graph's nodes could not be mapped to lines
+TRACER_STOPPED = "tracer-stopped"  # part of the CPU analysis: the tracer stopped recording
+HIGHER_ORDER_OP = "higher-order-op"  # the CPU analysis stopped at a higher-order operator
+NOT_IN_GRAPHS = "outside-compiled"  # CPU findings in code that runs outside torch.compile's CUDA graphs
+RULES_NOT_CHECKED = "rules-not-checked"  # a family of rules that this kind of run cannot check
+WHOLE_STEP = "whole-step"  # the CPU analysis of the whole step after a failed capture could not finish
+OUTPUT_FILE = "output-file"  # an output file (a picture, a DOT, the plan) could not be written or read
+OLDER_REPORT = "unknown"  # a skipped entry of a report older than schema 3 (plain text)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A phase or a group of checks that could not run: `code` (what and why, as data) and `text` (in words)."""
+
+    code: str
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "text": self.text}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any] | str) -> Skip:
+        """A skipped entry of any readable schema: before schema 3 a plain sentence."""
+        if isinstance(d, str):
+            return cls(OLDER_REPORT, d)
+        return cls(d["code"], d["text"])
+
+
 @dataclass(frozen=True)
 class TensorDiff:
     """Replay-versus-eager comparison of one output or state tensor."""
@@ -82,9 +115,14 @@ class TensorDiff:
 @dataclass(frozen=True)
 class ReplayCheck:
     status: str  # "match", "mismatch", "skipped", "error"
-    inputs: str  # which inputs were compared, e.g. "inputs(4) (fresh)" or "the capture's inputs"
-    tensors: tuple[TensorDiff, ...] = ()
+    inputs: str  # which inputs were compared, e.g. "inputs(4)..inputs(9), fresh: 6 consecutive step(s) ..."
+    tensors: tuple[TensorDiff, ...] = ()  # a match: each tensor's worst step; a mismatch: the first differing step's
     note: str = ""
+    steps: int = 1  # consecutive steps to compare from identical state (the run stops at the first that differs)
+    first_differing_step: int | None = None  # 1-based; None when every step matched
+    # integer state tensors one eager step advanced (a static cache's write position, a step count): calls in a
+    # row carry them further, so timing runs blocks of at most `steps` calls, each from the checked state
+    counters: tuple[str, ...] = ()
 
     @property
     def max_abs(self) -> float:
@@ -102,11 +140,16 @@ class ReplayCheck:
             "max_rel": self.max_rel,
             "tensors": [t.to_json() for t in self.tensors],
             "note": self.note,
+            "steps": self.steps,
+            "first_differing_step": self.first_differing_step,
+            "counters": list(self.counters),
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> ReplayCheck:
-        return cls(d["status"], d["inputs"], tuple(TensorDiff.from_json(t) for t in d.get("tensors", [])), d.get("note", ""))
+        return cls(d["status"], d["inputs"], tuple(TensorDiff.from_json(t) for t in d.get("tensors", [])),
+                   d.get("note", ""), int(d.get("steps", 1)), d.get("first_differing_step"),
+                   tuple(d.get("counters", ())))
 
 
 @dataclass(frozen=True)
@@ -127,4 +170,4 @@ class Timings:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Timings:
-        return cls(**{f.name: d.get(f.name) for f in fields(cls) if f.name in d})
+        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})

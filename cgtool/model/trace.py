@@ -152,21 +152,6 @@ class Trace:
     def frame(self, index: int) -> Frame | None:
         return self.frames[index] if 0 <= index < len(self.frames) else None
 
-    def last_op(self, phase: str | None = None) -> OpRecord | None:
-        """The last op recorded (in the last iteration of `phase`): the culprit when capture fails."""
-        for it in reversed(self.iterations):
-            if (phase is None or it.phase == phase) and it.ops:
-                return it.ops[-1]
-        return None
-
-    def culprit(self, phase: str = "capture") -> Frame | None:
-        """The user frame of the last op of `phase` that has one."""
-        for it in reversed(self.iterations):
-            if it.phase == phase:
-                for op in reversed(it.ops):
-                    if op.frame >= 0:
-                        return self.frames[op.frame]
-        return None
 
     def to_json(self) -> dict[str, Any]:
         return {"schema": TRACE_SCHEMA, "device": self.device, "virtual_cuda": self.virtual_cuda,

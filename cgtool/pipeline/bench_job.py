@@ -15,7 +15,7 @@ from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.pipeline.environment import environment
 from cgtool.pipeline.machine_cache import best_probe_us, remember_probe_us
-from cgtool.script.contract import ScriptRaised, load_script
+from cgtool.script.contract import ScriptExit, ScriptRaised, contract_names, load_script
 from cgtool.script.errors import error_record
 
 
@@ -25,7 +25,7 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
     shared = None
     try:
         progress.phase("load", job.script)
-        script = load_script(job.script, job.entry)
+        script = load_script(job.script, job.entry, *contract_names(job.settings))
         import torch
 
         if not torch.cuda.is_available():
@@ -51,15 +51,17 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
                 errors.append(failed.record)
     except CgtoolError as exc:
         errors.append(error_record("load", exc))
-    except (SystemExit, KeyboardInterrupt) as exc:  # the script's own sys.exit() or KeyboardInterrupt
-        errors.append(error_record(progress.current or "load", exc))
     except ScriptRaised as exc:
         errors.append(error_record(exc.phase, exc.exc))
+    except ScriptExit as exc:  # the script's sys.exit(), KeyboardInterrupt or own BaseException, out of a phase
+        errors.append(error_record(progress.current or "load", exc))
     except Exception as exc:  # keep the sizes measured so far; the traceback goes to the output
         import traceback
 
         traceback.print_exc()
         errors.append(ErrorRecord(progress.current or "load", type(exc).__name__, str(exc).strip()[:2000]))
+    except BaseException as exc:  # no Exception: the script's, from code cgtool called outside the contract
+        errors.append(error_record(progress.current or "load", exc))
     return BenchReport(tuple(results), dict(settings), tuple(errors), __version__,
                        shared_pool=shared).to_json()
 

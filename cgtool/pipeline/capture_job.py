@@ -9,7 +9,8 @@ from cgtool.errors import CgtoolError
 from cgtool.model.job import Job
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, ErrorRecord, Report
-from cgtool.script.contract import Script, ScriptRaised, load_script
+from cgtool.model.report_parts import HIGHER_ORDER_OP, TRACER_STOPPED, Skip
+from cgtool.script.contract import Script, ScriptExit, ScriptRaised, contract_names, load_script
 from cgtool.script.errors import error_record
 from cgtool.script.frames import user_frames_of_traceback
 
@@ -37,7 +38,7 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
         # CPU compiled code is built with dynamo's "eager" backend: graph breaks without inductor
         with CompileWatch(backend=None if on_gpu else "eager") as watch:
             progress.phase("load", report.script)
-            script = load_script(report.script, report.entry)
+            script = load_script(report.script, report.entry, *contract_names(job.settings))
             report.environment = environment()
             watch.phase = "setup"
             if not on_gpu:
@@ -52,9 +53,7 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
     except ScriptRaised as exc:
         report.status = SCRIPT_ERROR
         report.errors.append(error_record(exc.phase, exc.exc))
-    except (SystemExit, KeyboardInterrupt) as exc:
-        # the script called sys.exit() or raised KeyboardInterrupt itself (a real SIGINT ends the worker
-        # before Python sees it, worker/child.py): its choice, reported as the script's error
+    except ScriptExit as exc:  # the script's sys.exit(), KeyboardInterrupt or own BaseException, out of a phase
         report.status = SCRIPT_ERROR
         report.errors.append(error_record(progress.current or "load", exc))
     except Exception as exc:  # anything else: keep what was learned so far (and the traceback in the output)
@@ -65,6 +64,10 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
                                          user_frames_of_traceback(exc.__traceback__)))
         if report.status not in (CAPTURED, CAPTURE_FAILED):
             report.status = SCRIPT_ERROR
+    except BaseException as exc:  # no Exception: the script's code that cgtool called outside the contract (a
+        # module's forward, a hook); a real SIGINT ends the worker before Python sees it (worker/child.py)
+        report.status = SCRIPT_ERROR
+        report.errors.append(error_record(progress.current or "load", exc))
     if not report.environment:
         report.environment = environment()
     return report
@@ -81,15 +84,17 @@ def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progre
     with dynamo_off():  # the tracer sees the ops of compiled functions, run eagerly
         trace, findings, errors = analyze_on_cpu(script, warmup=settings["warmup"], progress=progress)
     if trace.tracer_error is not None:  # never a silent "no hazard found" from a trace that stopped early
-        report.skipped.append(f"part of the CPU analysis: its tracer stopped recording ({trace.tracer_error}); "
-                              "findings after that point are missing (a cgtool bug: please report it)")
+        report.skipped.append(Skip(TRACER_STOPPED, (
+                f"part of the CPU analysis: its tracer stopped recording ({trace.tracer_error}); findings after that "
+                "point are missing (a cgtool bug: please report it)")))
     if watch.sites:  # compiled code: torch.cond and friends run in dynamo's graphs, not through the tracer
         hop = [e for e in errors if "HigherOrderOperator" in e.message]
         errors = [e for e in errors if e not in hop]
         for e in hop:
             where = f" at {e.frames[-1].file}:{e.frames[-1].line}" if e.frames else ""
-            report.skipped.append(f"the CPU analysis stopped{where}: its tracer cannot run a higher-order operator "
-                                  "(torch.cond, ...) eagerly; the dynamo run below checks the compiled code")
+            report.skipped.append(Skip(HIGHER_ORDER_OP, (
+                    f"the CPU analysis stopped{where}: its tracer cannot run a higher-order operator (torch.cond, ...) "
+                    "eagerly; the dynamo run below checks the compiled code")))
     report.findings.extend(findings)
     report.errors.extend(errors)
     report.status = SCRIPT_ERROR if errors else CPU_ONLY

@@ -12,6 +12,7 @@ from cgtool.model.compiled import CompiledRun, describe_mode
 from cgtool.model.compiled_logs import breaks_from_records, recompile_events
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import Report
+from cgtool.model.report_parts import NODE_LINES, RULES_NOT_CHECKED, Skip
 from cgtool.script.contract import Args, Script
 
 
@@ -35,15 +36,17 @@ def capture_compiled(script: Script, settings: dict[str, Any], report: Report, p
             try:
                 report.node_lines = compiled_node_lines(captured, report.graph, report)
             except Exception as exc:  # noqa: BLE001 - node lines are optional to the compiled run
-                report.skipped.append(f"lines of the compiled graph's nodes: {type(exc).__name__}: {exc}")
+                report.skipped.append(Skip(NODE_LINES, (
+                        f"lines of the compiled graph's nodes: {type(exc).__name__}: {exc}")))
     finally:
         run.sites = list(watch.sites)
         run.breaks = breaks_from_records(watch.records)
         run.events = recompile_events(watch.records)
         run.dynamo_graphs = dynamo_graphs_since(before)
         _kernels(run, report)
-    report.skipped.append("the tracer's checks (CG1xx-CG4xx) during warmup and capture: dynamo runs nothing compiled "
-                          "under them, so the capture ran untraced; a failed capture is named by its traceback")
+    report.skipped.append(Skip(RULES_NOT_CHECKED, (
+            "the tracer's checks (CG1xx-CG4xx) during warmup and capture: dynamo runs nothing compiled under them, so "
+            "the capture ran untraced; a failed capture is named by its traceback")))
     return run
 
 

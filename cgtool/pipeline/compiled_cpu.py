@@ -16,10 +16,12 @@ from cgtool.model.compiled_logs import breaks_from_records, recompile_events
 from cgtool.model.finding import Finding
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import Report
+from cgtool.model.report_parts import NOT_IN_GRAPHS, RULES_NOT_CHECKED, Skip
+from cgtool.model.rules import PYTHON_NUMBER
 from cgtool.script.contract import Script, load_script
 
-NOT_CHECKED = ("CUDAGraph Trees run only on CUDA devices: the graphs torch.compile records, its skips, re-records, "
-               "fallbacks and the share of kernels in graphs (CG701-CG704) need a GPU")
+NOT_CHECKED = Skip(RULES_NOT_CHECKED, "CUDAGraph Trees run only on CUDA devices: the graphs torch.compile records, its "
+                   "skips, re-records, fallbacks and the share of kernels in graphs (CG701-CG704) need a GPU")
 
 
 def run_compiled_on_cpu(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
@@ -37,7 +39,7 @@ def run_compiled_on_cpu(script: Script, settings: dict[str, Any], report: Report
 
     before = dynamo_graphs()
     try:
-        again = load_script(script.path, script.entry)
+        again = load_script(script.path, script.entry, *script.names)
         phase = "setup"
         state = again.call_setup(device)
         watch.phase = "step"
@@ -62,8 +64,9 @@ def run_compiled_on_cpu(script: Script, settings: dict[str, Any], report: Report
     run.notes.append(f"the step ran {run.iterations} times on the CPU with dynamo on (backend \"eager\")")
     report.findings, left_out = merge_cpu_findings(report.findings, run, watch.code_ranges)
     if left_out:
-        report.skipped.append(f"{left_out} finding(s) of the CPU analysis in code that runs outside the compiled "
-                              "functions: under torch.compile's CUDA graphs only compiled code is in a graph")
+        report.skipped.append(Skip(NOT_IN_GRAPHS, (
+                f"{left_out} finding(s) of the CPU analysis in code that runs outside the compiled functions: under "
+                "torch.compile's CUDA graphs only compiled code is in a graph")))
     report.skipped.append(NOT_CHECKED)
     return run
 
@@ -86,10 +89,10 @@ def merge_cpu_findings(findings: list[Finding], run: CompiledRun,
             os.path.abspath(f.file) == file and first <= f.line <= last for file, first, last in ranges)
         if not inside:
             dropped += 1
-        elif (f.file, f.line) in breaks or f.rule == "CG301" or "Python number" in f.message:
+        elif (f.file, f.line) in breaks or f.rule == "CG301" or (f.rule == "CG402" and f.kind == PYTHON_NUMBER):
             continue  # said by CG705 / CG702 from what dynamo did
         elif f.rule == "CG402":
-            keep.append(replace(f, rule="CG701", category="compiled", severity="warning",
+            keep.append(replace(f, rule="CG701", category="compiled", severity="warning", kind=None, predicts=None,
                                 message=f"a CPU tensor in compiled code ({f.message}): torch.compile runs that part "
                                         "outside its CUDA graphs (a graph split at CPU ops) or skips them"))
         else:

@@ -22,6 +22,7 @@ from cgtool.model.compiled_logs import (
 from cgtool.model.frame import Frame
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import COMPILED, Report
+from cgtool.model.report_parts import RULES_NOT_CHECKED, Skip
 from cgtool.script.contract import Args, Script, ScriptRaised
 from cgtool.script.frames import user_frames_of_traceback
 
@@ -122,8 +123,9 @@ def _observe_trees(script: Script, settings: dict[str, Any], report: Report, pro
         progress.phase("timing", "eager, torch.compile without CUDA graphs, as compiled")
         time_three_ways(script, state, run, float(settings.get("timing_budget_s", 3.0)))
     report.findings.extend(check_compiled(run, script.path))
-    report.skipped.append("cgtool's own capture, replay check and tracer checks: the step is compiled with CUDA "
-                          "graphs, so torch.compile's CUDAGraph Trees were observed instead")
+    report.skipped.append(Skip(RULES_NOT_CHECKED, (
+            "cgtool's own capture, replay check and tracer checks: the step is compiled with CUDA graphs, so "
+            "torch.compile's CUDAGraph Trees were observed instead")))
     return run
 
 

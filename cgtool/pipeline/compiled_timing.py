@@ -61,7 +61,7 @@ def _variant(script: Script, kind: str, device: Any) -> Callable[[], None]:
     from cgtool.trace.compile_watch import dynamo_off
 
     with compile_replaced(kind):
-        other = load_script(script.path, script.entry)
+        other = load_script(script.path, script.entry, *script.names)
         state = other.call_setup(device)
     inputs = other.call_inputs(0, device)
 

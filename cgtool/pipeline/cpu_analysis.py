@@ -5,6 +5,8 @@ and run the checks. It catches every hazard that shows in the ops and calls; GPU
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 from cgtool.model.finding import Finding
@@ -46,9 +48,11 @@ def analyze_on_cpu(script: Script, warmup: int = 3,
             state = _phase(errors, "setup", tracer, cuda, lambda: script.call_setup(device))
             if progress is not None and state is not None:
                 progress.phase("warmup", f"{warmup} iterations and an emulated capture on CPU")
-            for i in range(warmup + 1 if state is not None else 0):
+            for i in range(warmup + 1):
+                if state is None:
+                    break  # setup failed: nothing to run
                 phase = "warmup" if i < warmup else "capture"
-                inputs = _phase(errors, "inputs", tracer, cuda, lambda: script.call_inputs(i, device))
+                inputs = _phase(errors, "inputs", tracer, cuda, functools.partial(script.call_inputs, i, device))
                 if errors:
                     break
                 cuda.begin_iteration(capturing=phase == "capture")
@@ -63,7 +67,8 @@ def analyze_on_cpu(script: Script, warmup: int = 3,
     return trace, run_checks(trace), errors
 
 
-def _phase(errors: list[ErrorRecord], phase: str, tracer: Any, cuda: Any, call: Any) -> Args | None:
+def _phase(errors: list[ErrorRecord], phase: str, tracer: Any, cuda: Any,
+           call: Callable[[], Args | None]) -> Args | None:
     try:
         with cuda.paused(), tracer.host_watch(phase):  # the tracer's call hook stands in for the mode
             value = call()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import platform
-import sys
 from importlib import metadata
 from typing import Any
 
@@ -25,12 +24,10 @@ def environment() -> dict[str, Any]:
         "cuda_bindings": _version("cuda-bindings") or _version("cuda-python"),
         "torch": None, "torch_cuda": None, "gpu": None, "capability": None, "gpu_memory_gib": None, "driver": None,
     }
-    torch = sys.modules.get("torch")
-    if torch is None:
-        try:
-            import torch
-        except ImportError:
-            return env
+    try:
+        import torch  # already loaded in the worker: a lookup in sys.modules
+    except ImportError:
+        return env
     env["torch"] = torch.__version__
     env["torch_cuda"] = torch.version.cuda
     if torch.cuda.is_available():

@@ -6,11 +6,15 @@ import os
 from typing import Any
 
 from cgtool.capture.harness import Captured, CaptureFailed, instantiate, read_graph, run_to_capture
+from cgtool.capture.compare_runs import DEFAULT_STEPS
 from cgtool.capture.replay import check_replay
 from cgtool.model.phase_log import PhaseLog
-from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report, Timings
+from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, ReplayCheck, Report, Timings
+from cgtool.model.report_parts import CAPTURE_STOPPED, PROFILER_FAILED, Skip
 from cgtool.pipeline.timing import quick_timings
 from cgtool.script.contract import Script, ScriptRaised
+from cgtool.script.errors import first_line
+from cgtool.script.frames import user_frames_of_traceback
 
 
 def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
@@ -27,6 +31,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
 
     device = torch.device("cuda")
     n_warm = int(settings.get("warmup", 3))
+    check_steps = int(settings.get("check_steps", DEFAULT_STEPS))
     analysis = GpuAnalysis(enabled=settings.get("checks", True), node_counts=settings.get("node_lines", False))
     try:
         captured = run_to_capture(script, device, settings, progress, analysis, settings.get("size"), state, on_state)
@@ -39,7 +44,8 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         report.findings.extend(check_capture_failure(failed.record, report.findings))
         frame = failed.record.user_frame
         after_capture(False, f"capture failed at {frame.file}:{frame.line}" if frame else "capture failed")
-        report.skipped.append("graph, replay check and timing: capture failed (the CUDA context is now unusable)")
+        report.skipped.append(Skip(CAPTURE_STOPPED, (
+                "graph, replay check and timing: capture failed (the CUDA context is now unusable)")))
         return None
     except ScriptRaised:
         report.findings.extend(analysis.findings())  # what ran before the step raised still counts
@@ -47,6 +53,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     report.findings.extend(analysis.findings())
     report.settings["capture_ms"] = round(captured.capture_ms, 2)  # the captured iteration, traced
     blocked = after_capture(True)  # a distributed run: every rank captured? (None elsewhere)
+    report.findings.extend(unwaited_output(script, captured))
     if blocked:
         report.skipped.append(blocked)
 
@@ -71,7 +78,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     work = (graph is None or bool(graph.nodes)) and not blocked  # an unreadable graph may still replay
     if settings.get("replay_check", True) and work:
         progress.phase("replay-check")
-        report.replay = check_replay(script, captured, device, n_warm + 1)
+        report.replay = guarded_replay_check(script, captured, device, n_warm + 1, check_steps, settings.get("size"))
     if settings.get("timing", True) and work:
         progress.phase("timing")
         if "world_size" in settings:  # a rank of a distributed run: the same iterations on every rank
@@ -79,16 +86,59 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
 
             t = lockstep_timings(script, captured, per_block=int(settings.get("timing_per_block", 10)))
         else:
-            t = quick_timings(script, captured, budget_s=float(settings.get("timing_budget_s", 3.0)))
+            safe = check_steps if report.replay is not None else n_warm  # calls in a row run without harm
+            t = quick_timings(script, captured, float(settings.get("timing_budget_s", 3.0)), safe, progress)
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
     if settings.get("node_lines", False) and work and graph is not None and analysis.tracer is not None:
         progress.phase("node-lines", "each node's line, and its GPU time over profiled replays")
         # a distributed rank skips the eager step: its collectives would wait on ranks that failed to run it
         eager = script if "world_size" not in settings else None
         report.node_lines = node_lines(captured, graph, analysis.tracer.trace, report, analysis.modules, eager)
+    if captured.memory is not None and work and "world_size" not in settings:  # last: a second capture of the step
+        import dataclasses
+
+        from cgtool.capture.memory import recipe_pool
+
+        progress.phase("memory", "the pool of PyTorch's documented recipe (its own capture stream), for comparison")
+        report.memory = dataclasses.replace(captured.memory, recipe_pool_reserved=recipe_pool(script, captured))
     report.findings = judge(report.findings, CAPTURED, None, report.replay)
     report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))
     return captured
+
+
+def unwaited_output(script: Script, captured: Captured) -> list:
+    """CG610: the captured step returns a functional collective's result it never waited on (cgtool/capture/shards.py)."""
+    from cgtool.capture.shards import unwaited_outputs
+    from cgtool.model.rules import finding
+
+    names = unwaited_outputs(captured.static_output)
+    if not names:
+        return []
+    frame = entry_frame(script)
+    return [finding("CG610", f"the step returns {', '.join(names[:4])} as an AsyncCollectiveTensor whose collective it "
+                             "never waited on: the wait is not in the graph, and reading that output after a replay "
+                             "waits on the capture's own work (CUDA error: invalid argument)",
+                    file=frame.file if frame else script.path, line=frame.line if frame else None,
+                    source=frame.source if frame else None, function=frame.function if frame else None)]
+
+
+def guarded_replay_check(script: Script, captured: Captured, device: Any, index: int, steps: int = DEFAULT_STEPS,
+                         size: int | None = None) -> ReplayCheck:
+    """The replay check; when it cannot finish (the step raised in its eager run, or the comparison itself
+    failed), a ReplayCheck with status "error" that says why: the capture worked, whatever the check says."""
+    try:
+        return check_replay(script, captured, device, index, steps, size)
+    except ScriptRaised as raised:
+        where = user_frames_of_traceback(raised.exc.__traceback__)
+        at = f" at {where[-1].file}:{where[-1].line}" if where else ""
+        return ReplayCheck("error", f"inputs({index})", (), f"the step raised in the replay check's eager run{at} "
+                           f"({type(raised.exc).__name__}: {first_line(str(raised.exc))}); replay was not compared")
+    except Exception as exc:  # noqa: BLE001 - the check's own failure is reported, never as a failed capture
+        import traceback
+
+        traceback.print_exc()
+        return ReplayCheck("error", f"inputs({index})", (), f"the replay check could not compare replay with eager "
+                           f"({type(exc).__name__}: {first_line(str(exc))}); the capture itself worked")
 
 
 def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modules: Any = None,
@@ -98,6 +148,7 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
     With `script`, one profiled eager step gives the lines whose eager time was mostly launch overhead."""
     import time
 
+    from cgtool.capture.kernel_split import replay_events
     from cgtool.capture.replay_profile import profile_replays
     from cgtool.graph.node_align import replay_times
     from cgtool.model.node_profile import node_profile, rows_from_ops
@@ -106,23 +157,33 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
     it = next((it for it in reversed(trace.iterations) if it.phase == "capture"), None)
     ops = it.ops if it is not None else []
     paths = modules.of_ops(it.index, len(ops)) if modules is not None and it is not None else []
+    replays = eager = None
     try:
-        times = replay_times(graph, profile_replays(captured.graph))
+        replays = profile_replays(captured.graph)
+        times = replay_times(graph, replay_events(replays))
     except Exception as exc:  # noqa: BLE001 - the profiler is optional to everything else
-        report.skipped.append(f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")
+        report.skipped.append(Skip(PROFILER_FAILED, (
+                f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")))
         times = None
     profile = node_profile(graph, trace.frames, ops, rows_from_ops(ops, len(graph.nodes), paths), times)
     if script is not None and times is not None:
+        from cgtool.capture.kernel_split import eager_events
         from cgtool.capture.replay_profile import profile_eager_step
         from cgtool.model.node_profile import eager_lines
 
         try:
-            kernels, cpu_us = profile_eager_step(lambda: script.call_step(captured.state, captured.static_inputs),
-                                                 captured.stream)
+            eager = profile_eager_step(lambda: script.call_step(captured.state, captured.static_inputs),
+                                       captured.stream)
+            kernels, cpu_us = eager_events(eager)
             profile.eager = eager_lines(profile, graph, kernels, cpu_us)
         except Exception as exc:  # noqa: BLE001 - the eager comparison is optional to everything else
-            report.skipped.append(f"eager versus replay per line: the profiled eager step failed "
-                                  f"({type(exc).__name__}: {exc})")
+            eager = None
+            report.skipped.append(Skip(PROFILER_FAILED, f"eager versus replay per line: the profiled eager step failed "
+                                  f"({type(exc).__name__}: {exc})"))
+    if times is not None:  # timeline.json: the same profiles, event by event
+        from cgtool.capture.timeline_events import timeline
+
+        profile.timeline = timeline(graph, replays, eager)
     report.settings["node_lines_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
     return profile
 

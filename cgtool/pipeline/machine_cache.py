@@ -12,6 +12,7 @@ import os
 import platform
 import socket
 import tempfile
+from typing import Any
 
 
 def cache_path() -> str:
@@ -29,7 +30,7 @@ def machine_key() -> str:
     return f"{socket.gethostname()}|{model}|{platform.python_implementation()} {platform.python_version()}"
 
 
-def _load(path: str) -> dict:
+def _load(path: str) -> dict[str, Any]:
     try:
         with open(path) as fh:
             data = json.load(fh)
@@ -50,7 +51,8 @@ def remember_probe_us(floor_us: float, path: str | None = None) -> None:
     path = path or cache_path()
     data = _load(path)
     key = machine_key()
-    entry = data.get(key) if isinstance(data.get(key), dict) else {}
+    found = data.get(key)
+    entry = found if isinstance(found, dict) else {}
     old = entry.get("best_probe_us")
     if isinstance(old, (int, float)) and 0 < old <= floor_us:
         return

@@ -19,7 +19,7 @@ from cgtool.script.contract import Script, ScriptRaised
 def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) -> ModuleMap:
     import torch
 
-    from cgtool.capture.compare_runs import compare_runs
+    from cgtool.capture.compare_runs import DEFAULT_STEPS, compare_steps, inputs_label, step_inputs
     from cgtool.capture.harness import warmup
     from cgtool.capture.module_graphs import installed
     from cgtool.pipeline.module_check import find_diverging
@@ -51,9 +51,9 @@ def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) ->
         return ModuleMap(FAILED, depth, note="setup() returned no nn.Module (the map needs the model among setup's values)")
     entries, graphed = _graph_from_identical_state(state, watching.modules, cpu, stream, progress)
     static = script.call_inputs(n_warm, device, size)
-    index = n_warm + 1
-    fresh = script.call_inputs(index, device, size)
-    label = f"inputs({index}), fresh" if fresh is not None else "setup's values (the script has no inputs())"
+    index, steps = n_warm + 1, int(settings.get("check_steps", DEFAULT_STEPS))
+    fresh = step_inputs(script, index, steps, device, size)
+    label = inputs_label(script, index, steps)
 
     def eager(inputs: Any = static) -> Any:
         return script.call_step(state, inputs)
@@ -65,8 +65,7 @@ def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) ->
         return run
 
     def check(chosen: list[Any]) -> Any:
-        return compare_runs(state, lambda: eager(fresh), lambda: graphed_step(chosen)(fresh), stream, label,
-                            what="step with graphed modules")
+        return compare_steps(state, eager, graphed_step(chosen), fresh, stream, label, what="step with graphed modules")
 
     replay = timings = tried_replay = None
     chosen = graphed
@@ -92,7 +91,7 @@ def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) ->
             phase = "timing"
             progress.phase("timing", "eager vs graphed modules")
             prep = Prepared({"eager": eager, "replay": graphed_step(chosen)}, stream, 0.0, 0.0, 0)
-            timings = time_prepared(prep, script, settings, "the step with graphed modules")
+            timings = time_prepared(prep, script, settings, "the step with graphed modules", state)
     except Exception as exc:  # the step with the graphs swapped in failed: the map itself stays
         import traceback
 

@@ -13,7 +13,7 @@ from cgtool.model.partial import FAILED, ModuleMap, Piecewise
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.pipeline.piecewise_job import METHOD, RerunFresh
-from cgtool.script.contract import ScriptRaised, load_script
+from cgtool.script.contract import ScriptRaised, contract_names, load_script
 from cgtool.script.errors import error_record, first_line
 from cgtool.script.frames import user_frames_of_traceback
 
@@ -33,7 +33,7 @@ def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
     pending = False
     try:
         progress.phase("load", job.script)
-        script = load_script(job.script, job.entry)
+        script = load_script(job.script, job.entry, *contract_names(job.settings))
         import torch
 
         if job.force_cpu or not torch.cuda.is_available():

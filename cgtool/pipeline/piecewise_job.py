@@ -94,7 +94,7 @@ def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog,
     A pieced step in which no piece runs as a CUDA graph once it has settled is `not-possible`, with why."""
     import torch
 
-    from cgtool.capture.compare_runs import compare_runs
+    from cgtool.capture.compare_runs import DEFAULT_STEPS, compare_steps, inputs_label, step_inputs
     from cgtool.capture.pieces import prepare_pieced
 
     step = prepare_pieced(script, settings, progress, settings.get("size"), keep=keep)
@@ -124,18 +124,18 @@ def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog,
     replay = None
     if settings.get("replay_check", True):
         progress.phase("replay-check", "pieced step vs eager")
-        index = int(settings.get("warmup", 3)) + 1
-        fresh = script.call_inputs(index, torch.device("cuda"), settings.get("size"))
-        label = f"inputs({index}), fresh" if fresh is not None else "setup's values (the script has no inputs())"
+        index, steps = int(settings.get("warmup", 3)) + 1, int(settings.get("check_steps", DEFAULT_STEPS))
+        fresh = step_inputs(script, index, steps, torch.device("cuda"), settings.get("size"))
+        label = inputs_label(script, index, steps)
         step.now = f"on {label} (the replay check)"
-        replay = compare_runs(step.state, lambda: step.run_eager(fresh), lambda: step.run_pieced(fresh), step.stream,
-                              label, what="pieced step")
+        replay = compare_steps(step.state, step.run_eager, step.run_pieced, fresh, step.stream, label,
+                               what="pieced step")
     timings = None
     if settings.get("timing", True):
         progress.phase("timing", "eager vs pieced")
         step.now = "while timed"
         prep = Prepared({"eager": step.run_eager, "replay": step.run_pieced}, step.stream, step.compile_ms, 0.0, 0)
-        timings = time_prepared(prep, script, settings, "the pieced step")
+        timings = time_prepared(prep, script, settings, "the pieced step", step.state)
     torch.cuda.synchronize()
     graphs, read_error = read_pieces(step.kept) if keep else ([], "not kept")
     pieces = tuple(Piece(i + 1, k, us, _pair(graphs, i, k)) for i, (k, us) in enumerate(split.launches))
@@ -196,9 +196,17 @@ def _pair(graphs: list[Any], index: int, kernels: int) -> Any:
     return same[0] if len(same) == 1 else None
 
 
-def time_prepared(prep: Prepared, script: Script, settings: dict[str, Any], what: str) -> Timings:
+def time_prepared(prep: Prepared, script: Script, settings: dict[str, Any], what: str, state: Any = None) -> Timings:
     """bench's alternating measurement of eager against `replay` (here the pieced or module-graphed step):
-    a short run for capture, the careful one for `bench --piecewise` (settings careful=True)."""
+    a short run for capture, the careful one for `bench --piecewise` (settings careful=True). With setup's
+    `state`, a step that advances a counter is timed in blocks from the checked state (capture/counters.py)."""
+    if state is not None:
+        from cgtool.capture.compare_runs import DEFAULT_STEPS
+        from cgtool.capture.counters import find_counters
+
+        safe = int(settings.get("check_steps", DEFAULT_STEPS)) if settings.get("replay_check", True) else \
+            int(settings.get("warmup", 3))
+        prep.guard = find_counters(state, prep.fns["eager"], prep.stream, safe)
     careful = bool(settings.get("careful"))
     budget = float(settings.get("budget_s", 10.0)) if careful else float(settings.get("timing_budget_s", 3.0))
     s = {"budget_s": budget, "target": float(settings.get("target", 0.01)) if careful else 0.02,
@@ -208,4 +216,4 @@ def time_prepared(prep: Prepared, script: Script, settings: dict[str, Any], what
     return Timings(r.eager.gpu.median, r.replay.gpu.median, r.iterations, prep.capture_ms, None, (
         f"bench's method ({'careful' if careful else 'short run'}): eager and {what} in alternating blocks, CUDA "
         f"events; {r.stopped_by} after {r.elapsed_s:.1f} s; wall-clock speedup {wall.point:.2f}x "
-        f"({wall.low:.2f}-{wall.high:.2f})"))
+        f"({wall.low:.2f}-{wall.high:.2f})" + (f"; {prep.guard.message()}" if prep.guard is not None else "")))

@@ -1,4 +1,5 @@
-"""The ranks' meeting point after capture, through files in the run folder (one host: every rank sees it).
+"""The ranks' meeting point after capture, through the process group's store (the rendezvous TCPStore every
+rank reaches, on any host), and files in the run folder (what the launcher on one host reads).
 
 Each rank writes whether its capture worked; a rank whose capture worked waits (bounded) for the others
 before the phases that run collectives (replay check, timing): when a peer failed, waiting on its
@@ -12,30 +13,57 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+from typing import Any, Callable
+
+from cgtool.model.report_parts import PEERS_NOT_READY, Skip
 
 
 class RankGate:
-    def __init__(self, run_dir: str, rank: int, world_size: int, timeout_s: float) -> None:
+    def __init__(self, run_dir: str, rank: int, world_size: int, timeout_s: float,
+                 diverged: Callable[[], str | None] | None = None) -> None:
         self.run_dir, self.rank, self.world_size, self.timeout_s = run_dir, rank, world_size, timeout_s
+        self.diverged = diverged  # while waiting: a peer entered a collective this rank never issues (rank_sequence)
 
     def _path(self, what: str, rank: int) -> str:
         return os.path.join(self.run_dir, f"{what}.rank{rank}")
+
+    @staticmethod
+    def _store() -> Any:
+        try:
+            import torch.distributed as dist
+
+            return dist.distributed_c10d._get_default_store() if dist.is_initialized() else None
+        except Exception:  # noqa: BLE001 - no store: the files alone (one host)
+            return None
 
     def _write(self, what: str, data: dict[str, Any]) -> None:
         tmp = self._path(what, self.rank) + ".tmp"
         with open(tmp, "w") as fh:
             json.dump(data, fh)
         os.replace(tmp, self._path(what, self.rank))
+        store = self._store()
+        if store is not None:
+            try:
+                store.set(f"cgtool-gate/{what}/{self.rank}", json.dumps(data))
+            except Exception:  # noqa: BLE001 - the store gone (a peer's host ended): the file still says it
+                pass
 
     def _read(self, what: str, rank: int) -> dict[str, Any] | None:
+        store = self._store()
+        if store is not None:
+            try:
+                key = f"cgtool-gate/{what}/{rank}"
+                if store.check([key]):
+                    return json.loads(store.get(key).decode())
+            except Exception:  # noqa: BLE001
+                pass
         try:
             with open(self._path(what, rank)) as fh:
                 return json.load(fh)
         except (OSError, ValueError):
             return None
 
-    def arrive(self, ok: bool, where: str = "") -> str | None:
+    def arrive(self, ok: bool, where: str = "") -> Skip | None:
         """Say how this rank's capture went; with ok, wait for the peers. A reason to skip the phases that
         run collectives, or None when every rank captured."""
         self._write("gate", {"ok": ok, "where": where})
@@ -44,17 +72,21 @@ class RankGate:
         deadline = time.monotonic() + self.timeout_s
         peers = [r for r in range(self.world_size) if r != self.rank]
         while True:
+            apart = self.diverged() if self.diverged is not None else None
+            if apart:
+                return f"replay check and timing: {apart}"
             seen = {r: self._read("gate", r) for r in peers}
             failed = [f"rank {r} ({d.get('where') or 'capture failed'})" for r, d in seen.items() if d and not d.get("ok")]
             if failed:
-                return (f"replay check and timing: {', '.join(failed)}; the collectives of those phases would "
-                        "wait forever on it")
+                return Skip(PEERS_NOT_READY, f"replay check and timing: {', '.join(failed)}; the collectives of "
+                            "those phases would wait forever on it")
             missing = [r for r, d in seen.items() if d is None]
             if not missing:
                 return None
             if time.monotonic() > deadline:
-                return (f"replay check and timing: rank(s) {', '.join(map(str, missing))} did not finish capture within "
-                        f"{self.timeout_s:g} s (stuck, most likely in a collective of warmup)")
+                return Skip(PEERS_NOT_READY, f"replay check and timing: rank(s) {', '.join(map(str, missing))} did "
+                            f"not finish capture within {self.timeout_s:g} s (stuck, most likely in a collective of "
+                            "warmup)")
             time.sleep(0.05)
 
     def done(self) -> None:
@@ -84,7 +116,7 @@ def install(gate: RankGate | None) -> None:
     _GATE[0] = gate
 
 
-def after_capture(ok: bool, where: str = "") -> str | None:
+def after_capture(ok: bool, where: str = "") -> Skip | None:
     """Called by the GPU pipeline after capture; no-op (None) outside a distributed run."""
     gate = _GATE[0]
     return None if gate is None else gate.arrive(ok, where)

@@ -104,6 +104,7 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
     (or ran on CPU) without errors, 1 otherwise (so the launcher stops the ranks still waiting)."""
     from cgtool.pipeline import run_job
     from cgtool.pipeline.rank_gate import RankGate, install
+    from cgtool.pipeline.rank_sequence import SequenceCheck
     from cgtool.trace.dist_watch import watch_distributed
 
     rank, world, local = rank_identity()
@@ -116,7 +117,9 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
             log_to(event)
 
     progress = PhaseLog(send)
-    gate = RankGate(run_dir, rank, world, float(job.settings.get("collective_timeout_s", 120.0)))
+    sequence = SequenceCheck(rank, world, events)
+    gate = RankGate(run_dir, rank, world, float(job.settings.get("collective_timeout_s", 120.0)),
+                    sequence.at_meeting_point)
     settings = {**job.settings, "rank": rank, "world_size": world}
     job = Job(job.kind, job.script, job.entry, settings, job.force_cpu, job.work_dir)
     result: dict[str, Any] = {"rank": rank, "facts": {}}
@@ -126,15 +129,18 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
         result["facts"] = init_group(job, local)
         events({"facts": result["facts"]})
         install(gate)
-        with watch_distributed(events, lambda: events.phase) as watch, counting_steps(watch):
+        with watch_distributed(events, lambda: events.phase, sequence.on_collective) as watch, counting_steps(watch):
             result["report"] = run_job(job, progress)
+        done = result["report"]
+        if done.get("status") == "cpu-only" and not done.get("errors"):
+            sequence.at_meeting_point()  # a CPU run has no capture to meet after: it finished its compared phases
     except Exception as exc:  # the process group could not form: the rank's report says so
         from cgtool.pipeline.capture_job import new_report
         from cgtool.script.errors import error_record
 
-        report = new_report(job)
-        report.errors.append(error_record(progress.current or "init-process-group", exc))
-        result["report"] = report.to_json()
+        failed = new_report(job)
+        failed.errors.append(error_record(progress.current or "init-process-group", exc))
+        result["report"] = failed.to_json()
     result["wall_s"] = round(time.perf_counter() - t0, 3)
     path = os.path.join(run_dir, f"rank{rank}.json")
     with open(path + ".tmp", "w") as fh:
@@ -142,7 +148,7 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
     os.replace(path + ".tmp", path)
     gate.done()
     report = result.get("report") or {}
-    ok = not report.get("errors") and report.get("status") in ("captured", "cpu-only")
-    if not ok:
+    ok = not report.get("errors") and report.get("status") in ("captured", "cpu-only") and sequence.found is None
+    if not ok and sequence.found is None:  # diverged: no peer gets past its collective; the launcher stops them
         gate.linger(float(job.settings.get("linger_s", 15.0)))
     return 0 if ok else 1

@@ -269,9 +269,9 @@ def render_bench(report: BenchReport, out: Console, comparison: Comparison | Non
             out.print(line, soft_wrap=True)
     out.print(f"[bold]{escape(sweep_verdict(report))}[/]", soft_wrap=True)
     for result in report.results:
-        line = load_line(result, sweep=len(report.results) > 1)
-        if line:
-            out.print(f"[yellow]cpu:[/] {escape(line)}", soft_wrap=True)
+        load = load_line(result, sweep=len(report.results) > 1)
+        if load:
+            out.print(f"[yellow]cpu:[/] {escape(load)}", soft_wrap=True)
 
 
 def load_line(result: BenchResult, sweep: bool = False) -> str | None:

@@ -6,9 +6,11 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cgtool.graph.model import Graph
 from cgtool.model.finding import CONFIRMED, EVIDENCE, NOT_REACHED, REFUTED, UNTESTED
 from cgtool.model.report import (CAPTURE_FAILED, CAPTURED, COMPILED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, WORKER_FAILED,
                                  Report)
+from cgtool.model.report_parts import ReplayCheck
 from cgtool.render.units import fmt_graph_memory, fmt_us
 
 
@@ -49,8 +51,8 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
         if report.graph is not None:
             g = report.graph
             out.print(f"[bold]captured graph:[/] {len(g.nodes):,} nodes, {len(g.edges):,} edges")
-            out.print(graph_table(report))
-            kt = kernel_table(report)
+            out.print(graph_table(g))
+            kt = kernel_table(g)
             if kt is not None:
                 out.print(kt)
         if report.node_lines is not None and report.graph is not None:
@@ -64,7 +66,7 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
 
                 out.print(eager_table(report.node_lines))
         if report.replay is not None:
-            render_replay(report, out)
+            render_replay(report.replay, out)
         if report.memory is not None:
             out.print(f"[bold]memory:[/] {escape(fmt_graph_memory(report.memory))}", soft_wrap=True)
         if report.compiled is not None:
@@ -88,14 +90,14 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
         render_cpu_analysis(report, out)
     if not quiet:
         for s in report.skipped:
-            if report.status == CPU_ONLY and s == CPU_SKIPPED:
+            if report.status == CPU_ONLY and s.code == CPU_SKIPPED.code:
                 continue  # render_cpu_analysis said what a GPU adds
-            out.print(f"[yellow]skipped:[/] {escape(s)}")
+            out.print(f"[yellow]skipped:[/] {escape(s.text)}")
         if report.script_output.strip() and (report.errors or report.status == WORKER_FAILED):
             tail = "\n".join(report.script_output.rstrip().splitlines()[-15:])
             out.print("[dim]last output of the script:[/]")
             out.print(escape(tail), style="dim")
-        for name, path in report.outputs.items():
+        for path in report.outputs.values():
             out.print(f"[dim]wrote {escape(path)}[/]")
     colour = "green" if report.status in (CAPTURED, COMPILED) and not _has_problems(report) else "red"
     if report.status == CPU_ONLY:
@@ -124,12 +126,11 @@ def render_cpu_analysis(report: Report, out: Console) -> None:
 
 
 def _has_problems(report: Report) -> bool:
-    bad_replay = report.replay is not None and report.replay.status == "mismatch"
+    bad_replay = report.replay is not None and report.replay.status in ("mismatch", "error")
     return bad_replay or bool(report.errors) or any(f.severity == "error" for f in report.findings)
 
 
-def graph_table(report: Report) -> Table:
-    g = report.graph
+def graph_table(g: Graph) -> Table:
     counts = g.count_by_kind()
     table = Table()
     table.add_column("node kind")
@@ -139,30 +140,29 @@ def graph_table(report: Report) -> Table:
     return table
 
 
-def kernel_table(report: Report, top: int = 10) -> Table | None:
+def kernel_table(g: Graph, top: int = 10) -> Table | None:
     from collections import Counter
 
-    kernels = report.graph.kernels
+    kernels = g.kernels
     if not kernels:
         return None
     by_name = Counter(n.name for n in kernels)
-    launch = {}
+    launch: dict[str, set[str]] = {}
     for n in kernels:
         launch.setdefault(n.name, set()).add(n.launch)
     table = Table(title=f"top kernels ({len(by_name)} distinct)", title_justify="left")
     table.add_column("kernel")
     table.add_column("count", justify="right")
     table.add_column("launch <<<grid,block,smem>>>")
-    for name, n in by_name.most_common(top):
+    for name, count in by_name.most_common(top):
         dims = sorted(launch[name])
-        table.add_row(escape(name), str(n), escape(dims[0] + (f" (+{len(dims) - 1} more)" if len(dims) > 1 else "")))
+        table.add_row(escape(name), str(count), escape(dims[0] + (f" (+{len(dims) - 1} more)" if len(dims) > 1 else "")))
     if len(by_name) > top:
         table.add_row(f"… {len(by_name) - top} more", str(sum(c for _, c in by_name.most_common()[top:])), "")
     return table
 
 
-def render_replay(report: Report, out: Console) -> None:
-    r = report.replay
+def render_replay(r: ReplayCheck, out: Console) -> None:
     if r.status == "match":
         out.print(f"[green]replay matches eager[/] on {escape(r.inputs)}: {len(r.tensors)} tensors, "
                   f"max abs error {r.max_abs:.3g}, max rel error {r.max_rel:.3g}")

@@ -13,17 +13,27 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
+import rich.text
 from rich.console import Console
 from rich.segment import Segment
 from rich.text import Text
 
-# C0 controls but newline and tab, DEL and C1 controls (ESC [ 2 J clears a screen, OSC sequences set titles)
+# C0 controls but newline and tab, DEL and C1 controls (ESC [ 2 J clears a screen, OSC sequences set titles, BEL rings)
 _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def escape_controls(text: str) -> str:
-    """`text` with every control character but newline and tab written as a visible escape (\\x1b)."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """`text` with every control character but newline and tab written as a visible escape (\\x1b, \\x07); a
+    Windows line end (CR LF) is a line end."""
+    if not _CONTROLS.search(text):
+        return text
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text.replace("\r\n", "\n"))
+
+
+# rich's Text removes BEL, BS, VT, FF and CR from every string it is given (rich.control.strip_control_codes), before
+# any console sees them: a kernel name's BEL would vanish without a word. Every Text escapes them instead, as the
+# console escapes ESC and the rest, and the escape's width counts when a table lays out its columns.
+rich.text.strip_control_codes = escape_controls
 
 
 class SafeConsole(Console):

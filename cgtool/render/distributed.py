@@ -22,10 +22,26 @@ def verdict_line(report: DistReport) -> str:
     if s.get("speedup"):
         return (f"{ranks} captured; step (slowest rank) eager {fmt_us(s['eager_us'])} → replay "
                 f"{fmt_us(s['replay_us'])}: {s['speedup']:.1f}× faster")
-    failed = [r.rank for r in report.ranks if r.failed]
-    if failed:
-        return f"rank(s) {', '.join(map(str, failed))} of {n} did not capture"
-    return f"{ranks}: {report.status}"
+    captured = [r for r in report.ranks if r.report is not None and r.report.status == "captured"]
+    parts = []
+    apart = next((r.divergence for r in report.ranks if r.divergence), None)
+    if apart:
+        parts.append(f"the ranks' collectives diverge at collective #{int(apart.get('index', 0)) + 1} (CG601); "
+                     f"cgtool stopped every rank {report.wall_s:.1f} s after launch")
+    uncaptured = [r.rank for r in report.ranks if r not in captured and r.failed]
+    if uncaptured:
+        parts.append(f"rank(s) {', '.join(map(str, uncaptured))} of {n} did not capture")
+    if captured:
+        parts.append(f"rank(s) {', '.join(str(r.rank) for r in captured)} captured")
+    for r in captured:  # a rank that captured is captured, whatever the replay check or a later phase says
+        rep = r.report
+        assert rep is not None
+        if rep.replay is not None and rep.replay.status in ("mismatch", "error"):
+            what = "differs from eager" if rep.replay.status == "mismatch" else f"check failed: {rep.replay.note}"
+            parts.append(f"rank {r.rank}: replay {what}")
+        elif rep.errors:
+            parts.append(f"rank {r.rank}: {rep.errors[0].phase} failed after capture")
+    return "; ".join(parts) if parts else f"{ranks}: {report.status}"
 
 
 def rank_table(report: DistReport) -> Table:

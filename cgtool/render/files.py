@@ -1,17 +1,30 @@
-"""Write an output file without destroying anything: a regular file (or a new path) is replaced atomically,
-a device, FIFO or socket is written in place, and a symlink's target, never the link, receives the output."""
+"""The one writer of every output file, destroying nothing: a regular file (or a new path) is replaced atomically
+(a temporary file in the same folder, synced, renamed over it); a device or FIFO the user named is written in place
+(a FIFO only once a reader has it open: FIFO_WAIT_S, then a clear error); a symlink the user named is followed (its
+target receives the output, as a shell's `>` does), but a symlink where cgtool picks the name (report.json in
+--out) is replaced by a file, so no other file is ever written through it; and the output of a run that did not
+complete (failed, timed out, interrupted) never replaces an existing file: it goes beside it (save_result)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import tempfile
+import time
 
 from cgtool.errors import CgtoolError, ExitCode
 
 
-def write_output(path: str, data: str | bytes) -> str:
+FIFO_WAIT_S = 10.0  # a FIFO output with no reader: how long cgtool waits for one before it fails (exit 3)
+
+
+def write_output(path: str, data: str | bytes, follow_links: bool = True) -> str:
     """Write `data` to `path` and return the file that received it (a symlink's target).
+
+    `follow_links=False` is for names cgtool picks itself (the files in capture's --out): whatever is there
+    but a folder (a symlink, a FIFO, a device node) is replaced by a regular file, atomically, and nothing
+    outside the folder is written.
 
     A regular file or a new path gets a temporary file beside it, synced, then renamed over it: readers
     never see half a file, and a failed write (a full disk) leaves the old file as it was. The new file
@@ -22,6 +35,8 @@ def write_output(path: str, data: str | bytes) -> str:
     if not path:
         raise CgtoolError("Cannot write an output file with an empty name.", ExitCode.USAGE)
     raw = data.encode() if isinstance(data, str) else data
+    if not follow_links:
+        return _write_own(path, raw)
     st = _stat(path)
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise CgtoolError(f"Cannot write {path}: it is a folder; give a file name.", ExitCode.USAGE)
@@ -43,16 +58,56 @@ def write_output(path: str, data: str | bytes) -> str:
     return real
 
 
-def write_result(path: str, data: str | bytes, failed: bool) -> bool:
-    """write_output, except that a failed run never replaces an existing file (a saved report, a CI baseline):
-    False when the file was kept as it was (the caller says so); a new path is written either way."""
-    if failed and _stat(path) is not None:
+def failed_path(path: str) -> str:
+    """Where a run that did not complete writes instead of `path`: report.json -> report.failed.json."""
+    folder, name = os.path.split(path)
+    stem, ext = os.path.splitext(name)
+    return os.path.join(folder, f"{stem or name}.failed{ext if stem else ''}")
+
+
+KEPT_NOTE = "{path} was kept as it was: this run did not complete; its output is in {other}."
+
+
+def save_result(path: str, data: str | bytes, complete: bool) -> str:
+    """write_output to a file the user named (lint -o, bench --out/--plot), except that the output of a run that
+    did not complete (failed, timed out, interrupted) never replaces an existing regular file (a saved report, a
+    CI baseline): it goes to failed_path(path) beside it, and one line on stderr says so. Returns the file written."""
+    diverted = not complete and _holds_a_file(path)
+    written = write_output(failed_path(path) if diverted else path, data)
+    if diverted:
+        from cgtool.render.console import console
+
+        console(stderr=True).print(KEPT_NOTE.format(path=path, other=written), soft_wrap=True, markup=False)
+    return written
+
+
+def _holds_a_file(path: str) -> bool:
+    """True when `path` names (through symlinks) an existing regular file, whose content a write would replace;
+    a device or FIFO holds none."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
         return False
-    write_output(path, data)
-    return True
 
 
-KEPT_NOTE = "{path} was kept as it was: this run failed, and its output would replace a saved one."
+def _write_own(path: str, raw: bytes) -> str:
+    """A file at a name cgtool picked: anything there but a folder is replaced (a symlink itself, not its target)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise _error(path, exc) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise CgtoolError(f"Cannot write {path}: it is a folder; give a file name.", ExitCode.USAGE)
+    keep = st if st is not None and stat.S_ISREG(st.st_mode) else None  # a link's or FIFO's mode is not a file's
+    if keep is not None and not os.access(path, os.W_OK):  # read-only: refused, as for a file the user named
+        raise CgtoolError(f"Cannot write {path}: permission denied.", ExitCode.ENVIRONMENT)
+    try:
+        _replace(path, raw, keep)
+    except PermissionError as exc:
+        raise _error(path, exc) from None
+    return path
 
 
 def check_writable(path: str, option: str) -> None:
@@ -131,10 +186,37 @@ def _replace(real: str, raw: bytes, old: os.stat_result | None) -> None:
 
 def _write_in_place(path: str, raw: bytes) -> None:
     try:
-        with open(path, "wb") as fh:  # blocks until a FIFO has a reader, as a shell's `>` does
+        fd = _open_in_place(path)
+        with os.fdopen(fd, "wb") as fh:
             fh.write(raw)
     except OSError as exc:
         raise _error(path, exc) from None
+
+
+def _open_in_place(path: str) -> int:
+    """An fd for writing a device or FIFO in place. A FIFO is opened without blocking: with no reader the open
+    fails (ENXIO) and is tried again until FIFO_WAIT_S have passed, then a CgtoolError (exit 3) says so."""
+    flags = os.O_WRONLY | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fifo = stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        fifo = False
+    if not fifo:
+        return os.open(path, flags | os.O_CREAT | os.O_TRUNC, 0o666)
+    deadline = time.monotonic() + FIFO_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, flags | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            if time.monotonic() >= deadline:
+                raise CgtoolError(f"Cannot write {path}: no process is reading this FIFO (waited {FIFO_WAIT_S:g} s); "
+                                  "start its reader first.", ExitCode.ENVIRONMENT) from None
+            time.sleep(0.05)
+            continue
+        os.set_blocking(fd, True)  # a reader is there: write as a shell's `>` does, at the reader's pace
+        return fd
 
 
 def _same_file(real: str, st: os.stat_result) -> bool:

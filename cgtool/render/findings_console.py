@@ -20,7 +20,7 @@ def render_findings(findings: list[Finding], out: Console) -> None:
         word = escape(_WORDS.get(f.severity, f.severity))
         tag = f" ({_EVIDENCE[f.evidence]})" if f.evidence in _EVIDENCE else ""
         out.print(f"[bold]{escape(f.location)}[/]: [bold {colour}]{word}:[/] [{colour}]{f.rule} "
-                  f"{escape('[' + f.category + ']')}[/] {escape(f.message)}{tag}", soft_wrap=True)
+                  f"{escape('[' + f.category + ']')}[/] {escape(f.text)}{tag}", soft_wrap=True)
         if f.source:
             out.print(f"    [dim]{escape(f.source)}[/]", soft_wrap=True)
         if f.hint:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from cgtool.errors import interrupted
 from cgtool.model.lint_result import LintResult
 from cgtool.render.paths import display_path
 from cgtool.render.text import summary_line
@@ -36,7 +37,7 @@ def render_github(result: LintResult, *, base_dir: str | Path | None = None) -> 
     lines = []
     for script in result.scripts:
         for f in script.findings:
-            message = f"{f.message}{f.status}" if not f.hint else f"{f.message}{f.status}\nFix: {f.hint}"
+            message = f"{f.text}{f.status}" if not f.hint else f"{f.text}{f.status}\nFix: {f.hint}"
             lines.append(workflow_command(
                 COMMANDS.get(f.severity, "warning"), message,
                 file=display_path(f.file or script.path, base_dir),
@@ -53,6 +54,6 @@ def render_github(result: LintResult, *, base_dir: str | Path | None = None) -> 
                                       title="cgtool rules not checked on this machine"))
     if result.interrupted:
         lines.append(workflow_command("warning", f"{len(result.unchecked)} script(s) not checked: "
-                                      f"{', '.join(result.unchecked)}", title="cgtool lint was interrupted"))
+                                      f"{', '.join(result.unchecked)}", title=f"cgtool lint was {interrupted(result.stop)}"))
     lines.append(f"cgtool lint: {summary_line(result)}")
     return "\n".join(lines) + "\n"

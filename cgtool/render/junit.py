@@ -11,6 +11,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from cgtool.errors import interrupted
 from cgtool.model.finding import Finding
 from cgtool.model.lint_result import LintResult, ScriptResult
 from cgtool.model.rules import RULE_BY_ID
@@ -25,8 +26,8 @@ def _clean(s: str) -> str:
 
 
 def _describe(f: Finding, path: str) -> str:
-    lines = [f"{path}:{f.line}: {f.rule} [{f.category}] {f.message}{f.status}" if f.line else
-             f"{path}: {f.rule} [{f.category}] {f.message}{f.status}"]
+    lines = [f"{path}:{f.line}: {f.rule} [{f.category}] {f.text}{f.status}" if f.line else
+             f"{path}: {f.rule} [{f.category}] {f.text}{f.status}"]
     if f.source:
         lines.append(f"    {f.source.strip()}")
     if f.hint:
@@ -45,7 +46,7 @@ def _testcase(suite: ET.Element, script: ScriptResult, base_dir: str | Path | No
         error.text = _clean("\n".join(messages))
     if errors:
         first = errors[0]
-        summary = f"{len(errors)} error finding{'s' if len(errors) != 1 else ''}: {first.rule} {first.message}"
+        summary = f"{len(errors)} error finding{'s' if len(errors) != 1 else ''}: {first.rule} {first.text}"
         failure = ET.SubElement(case, "failure", {"type": first.rule, "message": _clean(summary)})
         failure.text = _clean("\n".join(_describe(f, display_path(f.file or script.path, base_dir)) for f in errors))
     if others:
@@ -87,7 +88,7 @@ def render_junit(result: LintResult, *, base_dir: str | Path | None = None, suit
     for path in result.unchecked:  # an interrupted run: scripts it never reached
         shown = display_path(path, base_dir)
         case = ET.SubElement(suite, "testcase", {"classname": "cgtool.lint", "name": shown, "file": shown})
-        ET.SubElement(case, "skipped", {"message": "not checked: the run was interrupted (Ctrl-C)"})
+        ET.SubElement(case, "skipped", {"message": f"not checked: the run was {interrupted(result.stop)}"})
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=False).join(
         ['<?xml version="1.0" encoding="UTF-8"?>\n', "\n"])

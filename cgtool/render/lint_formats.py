@@ -39,8 +39,14 @@ def _junit(result: LintResult, to_tty: bool) -> str:
     return render_junit(result, base_dir=os.getcwd())
 
 
+def _gitlab(result: LintResult, to_tty: bool) -> str:
+    from cgtool.render.gitlab import render_gitlab
+
+    return render_gitlab(result, base_dir=os.getcwd())
+
+
 RENDERERS: dict[str, Callable[[LintResult, bool], str]] = {
-    "text": _text, "json": _json, "sarif": _sarif, "github": _github, "junit": _junit}
+    "text": _text, "json": _json, "sarif": _sarif, "github": _github, "junit": _junit, "gitlab": _gitlab}
 assert tuple(RENDERERS) == LINT_FORMATS, "a lint format without a renderer (or the other way round)"
 
 

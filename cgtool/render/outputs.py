@@ -1,7 +1,13 @@
-"""Write a capture's output folder, each file atomically (render/files.py): report.json, report.html, graph.dot,
-graph.driver.dot, graph.svg, graph-piece-N.dot per piece of a pieced step (--piecewise), modules-plan.py (the module
-map's recommended set as code to paste, --modules), and torch.compile's
-graphs (graph.dot, graph-2.dot, ... in the driver's DOT) for a compiled step."""
+"""Write a capture's output folder, each file atomically (render/files.py): report.json, report.html,
+graph.dot, graph.driver.dot, graph.svg, timeline.json (the profiled replays and eager step as a Chrome trace),
+graph-piece-N.dot per piece of a pieced step (--piecewise), modules-plan.py (the module map's recommended set as
+code to paste, --modules), and torch.compile's graphs (graph.dot, graph-2.dot, ... in the driver's DOT) for a
+compiled step.
+
+The names are cgtool's: a symlink there is replaced, never written through (write_output's follow_links=False).
+A run that did not complete (run_complete: failed, timed out, interrupted) writes each file that already exists
+under its failed name beside it (report.failed.json), so an existing report.json is only replaced by a complete
+run; write_outputs returns {name: failed name} for the caller to say so."""
 
 from __future__ import annotations
 
@@ -9,10 +15,14 @@ import json
 import os
 import shutil
 import tempfile
+from typing import Callable
 
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.report import Report
-from cgtool.render.files import write_output
+from cgtool.model.report_parts import OUTPUT_FILE, Skip
+from cgtool.render.files import failed_path, write_output
+
+Put = Callable[[str, "str | bytes"], str]  # write one of cgtool's files in the output folder, return its path
 
 
 def prepare_out_dir(path: str) -> str:
@@ -27,8 +37,43 @@ def prepare_out_dir(path: str) -> str:
     return path
 
 
-def write_outputs(report: Report, out_dir: str, render_svg: bool = True, html: bool = True) -> None:
-    """Write every output the report supports; record paths in report.outputs; report.json last.
+def run_complete(report: Report, failure: str | None) -> bool:
+    """Whether a capture run got to the end: the worker neither crashed, timed out nor was interrupted, and the
+    script ran (a failed capture is a complete answer; a script or worker failure is not)."""
+    from cgtool.model.report import SCRIPT_ERROR, WORKER_FAILED
+
+    return failure is None and report.status not in (SCRIPT_ERROR, WORKER_FAILED)
+
+
+def write_own(out_dir: str, name: str, data: str | bytes, complete: bool = True,
+              kept: dict[str, str] | None = None) -> str:
+    """Write cgtool's file `name` in `out_dir` (a folder inside it made as needed); an incomplete run writes an
+    existing file's failed name instead and records it in `kept`. Returns the path written."""
+    path = os.path.join(out_dir, name)
+    if not complete and os.path.lexists(path) and not os.path.isdir(path):
+        path = failed_path(path)
+        if kept is not None:
+            kept[name] = path
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    return write_output(path, data, follow_links=False)
+
+
+def say_kept(out_dir: str, kept: dict[str, str]) -> None:
+    """One line on stderr per file an incomplete run left as it was, and where its own version went."""
+    if not kept:
+        return
+    from cgtool.render.console import console
+    from cgtool.render.files import KEPT_NOTE
+
+    for name, other in kept.items():
+        console(stderr=True).print(KEPT_NOTE.format(path=os.path.join(out_dir, name), other=other), soft_wrap=True,
+                                   markup=False)
+
+
+def write_outputs(report: Report, out_dir: str, render_svg: bool = True, complete: bool = True,
+                  html: bool = True) -> dict[str, str]:
+    """Write every output the report supports; record paths in report.outputs; report.json last. Returns the
+    files kept because the run did not complete: {name: where this run's version went}.
 
     A file that cannot be written (a full disk, a folder made read-only or removed mid-run) leaves no
     half-written file: a picture (or report.html) that fails is noted in report.skipped, and report.json failing is a
@@ -37,47 +82,57 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True, html: b
 
     t0 = time.perf_counter()
     written: dict[str, str] = {}
+    kept: dict[str, str] = {}
+
+    def put(name: str, data: str | bytes) -> str:
+        return write_own(out_dir, name, data, complete, kept)
+
     driver_src = report.outputs.pop("graph.driver.dot", None)
     if driver_src and os.path.exists(driver_src):
         try:
             with open(driver_src, "rb") as fh:
                 driver = fh.read()
-            written["graph.driver.dot"] = write_output(os.path.join(out_dir, "graph.driver.dot"), driver)
+            written["graph.driver.dot"] = put("graph.driver.dot", driver)
         except OSError as exc:
-            report.skipped.append(f"graph.driver.dot: cannot read the driver's dump: {exc.strerror or exc}")
+            report.skipped.append(Skip(OUTPUT_FILE, (
+                    f"graph.driver.dot: cannot read the driver's dump: {exc.strerror or exc}")))
         except CgtoolError as exc:
-            report.skipped.append(f"graph.driver.dot: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"graph.driver.dot: {exc.message}"))
     for name in [k for k in report.outputs if k.startswith("graph") and k.endswith(".dot") and k != "graph.driver.dot"]:
         src = report.outputs.pop(name)  # torch.compile's graphs (graph.dot, graph-2.dot, ...): the driver's DOT
         if os.path.exists(src) and report.graph is None:
             try:
                 with open(src, "rb") as fh:
-                    written[name] = write_output(os.path.join(out_dir, name), fh.read())
+                    written[name] = put(name, fh.read())
             except OSError as exc:
-                report.skipped.append(f"{name}: cannot read it: {exc.strerror or exc}")
+                report.skipped.append(Skip(OUTPUT_FILE, f"{name}: cannot read it: {exc.strerror or exc}"))
             except CgtoolError as exc:
-                report.skipped.append(f"{name}: {exc.message}")
+                report.skipped.append(Skip(OUTPUT_FILE, f"{name}: {exc.message}"))
     if report.graph is not None:
         try:
-            _write_graph_pictures(report, out_dir, written, render_svg, t0)
+            _write_graph_pictures(report, put, written, render_svg, t0)
         except CgtoolError as exc:  # e.g. the graphviz package missing: the report must still be written
-            report.skipped.append(f"graph.dot: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"graph.dot: {exc.message}"))
+    _write_timeline(report, put, written)
     if report.piecewise is not None:
-        _write_piece_dots(report, out_dir, written)
+        _write_piece_dots(report, put, written)
     if report.modules is not None:
-        _write_plan(report, out_dir, written)
+        _write_plan(report, put, written)
     report_path = os.path.join(out_dir, "report.json")
+    if not complete and os.path.lexists(report_path):
+        report_path = kept["report.json"] = failed_path(report_path)
     if html:
-        _write_html(report, out_dir, written, report_path)
+        _write_html(report, put, written, report_path)
     report.outputs = {**written, "report.json": report_path}
     try:
-        write_output(report_path, json.dumps(report.to_json(), indent=1) + "\n")
+        write_output(report_path, json.dumps(report.to_json(), indent=1) + "\n", follow_links=False)
     except CgtoolError:
         report.outputs = written
         raise
+    return kept
 
 
-def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str], render_svg: bool, t0: float) -> None:
+def _write_graph_pictures(report: Report, put: Put, written: dict[str, str], render_svg: bool, t0: float) -> None:
     import time
 
     from cgtool.render.dot import graph_to_dot
@@ -85,45 +140,53 @@ def _write_graph_pictures(report: Report, out_dir: str, written: dict[str, str],
 
     # every node stays in graph.dot (folded where it repeats) so `cgtool dot graph.dot` reads it back whole
     source = graph_to_dot(report.graph, max_nodes=max(len(report.graph.nodes), 1), lines=report.node_lines).source
-    dot_path = os.path.join(out_dir, "graph.dot")
-    write_output(dot_path, source)
-    written["graph.dot"] = dot_path
+    written["graph.dot"] = put("graph.dot", source)
     report.settings["write_dots_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
     if render_svg and shutil.which("dot"):
-        svg_path = os.path.join(out_dir, "graph.svg")
         try:
-            write_output(svg_path, render_source(source, "svg"))
-            written["graph.svg"] = svg_path
+            written["graph.svg"] = put("graph.svg", render_source(source, "svg"))
         except CgtoolError as exc:
-            report.skipped.append(f"graph.svg: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"graph.svg: {exc.message}"))
 
 
-def _write_html(report: Report, out_dir: str, written: dict[str, str], report_path: str) -> None:
+def _write_timeline(report: Report, put: Put, written: dict[str, str]) -> None:
+    """timeline.json: the profiled replays and eager step as a Chrome trace (Perfetto, chrome://tracing)."""
+    from cgtool.render.timeline import has_timeline, render_timeline
+
+    if not has_timeline(report):
+        return
+    try:
+        written["timeline.json"] = put("timeline.json", render_timeline(report))
+    except CgtoolError as exc:
+        report.skipped.append(Skip(OUTPUT_FILE, f"timeline.json: {exc.message}"))
+
+
+def _write_html(report: Report, put: Put, written: dict[str, str], report_path: str) -> None:
     """report.html: the report as one self-contained page (docs/html.md), listing the files beside it."""
     from cgtool.render.html import render_report_html
     from cgtool.render.html_files import read_sources, report_paths
 
-    path = os.path.join(out_dir, "report.html")
-    report.outputs = {**written, "report.html": path, "report.json": report_path}
+    report.outputs = {**written, "report.html": os.path.join(os.path.dirname(report_path), "report.html"),
+                      "report.json": report_path}
     try:
-        written["report.html"] = write_output(path, render_report_html(report, read_sources(report_paths(report))))
+        written["report.html"] = put("report.html", render_report_html(report, read_sources(report_paths(report))))
     except CgtoolError as exc:
-        report.skipped.append(f"report.html: {exc.message}")
+        report.skipped.append(Skip(OUTPUT_FILE, f"report.html: {exc.message}"))
 
 
-def _write_plan(report: Report, out_dir: str, written: dict[str, str]) -> None:
+def _write_plan(report: Report, put: Put, written: dict[str, str]) -> None:
     """modules-plan.py: the module map's recommended set as code to paste (--modules, on a GPU)."""
     from cgtool.render.plan import plan_code
 
     code = plan_code(report.modules, os.path.basename(report.script))
     if code:
         try:
-            written["modules-plan.py"] = write_output(os.path.join(out_dir, "modules-plan.py"), code)
+            written["modules-plan.py"] = put("modules-plan.py", code)
         except CgtoolError as exc:
-            report.skipped.append(f"modules-plan.py: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"modules-plan.py: {exc.message}"))
 
 
-def _write_piece_dots(report: Report, out_dir: str, written: dict[str, str]) -> None:
+def _write_piece_dots(report: Report, put: Put, written: dict[str, str]) -> None:
     """graph-piece-N.dot for each piece whose CUDA graph was read (--piecewise)."""
     from cgtool.render.dot import graph_to_dot
 
@@ -134,9 +197,9 @@ def _write_piece_dots(report: Report, out_dir: str, written: dict[str, str]) -> 
         try:
             source = graph_to_dot(piece.graph, max_nodes=max(len(piece.graph.nodes), 1)).source
         except CgtoolError as exc:  # the graphviz package missing
-            report.skipped.append(f"{name}: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"{name}: {exc.message}"))
             return
         try:
-            written[name] = write_output(os.path.join(out_dir, name), source)
+            written[name] = put(name, source)
         except CgtoolError as exc:
-            report.skipped.append(f"{name}: {exc.message}")
+            report.skipped.append(Skip(OUTPUT_FILE, f"{name}: {exc.message}"))

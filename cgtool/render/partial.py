@@ -39,8 +39,8 @@ def render_piecewise(p: Piecewise, out: Console) -> None:
     out.print(table)
     if p.outside:
         out.print("  eager between pieces: " + escape(", ".join(f"{n} ×{c}" for n, c in p.outside[:5])))
-    for s in p.skips:
-        out.print(f"  [yellow]left eager by the backend:[/] {escape(s)}")
+    for skip in p.skips:
+        out.print(f"  [yellow]left eager by the backend:[/] {escape(skip)}")
     share = p.kernel_share
     if share is not None:
         ts = p.time_share
@@ -126,8 +126,7 @@ def partial_verdict(report: Report) -> str:
         text = f"piecewise: {len(p.pieces)} graph{'s' if len(p.pieces) != 1 else ''}"
         if p.kernel_share is not None:
             text += f", {p.kernel_share:.0%} of kernels"
-        unsafe = p.replay is not None and p.replay.status == "mismatch"
-        if unsafe:
+        if p.replay is not None and p.replay.status == "mismatch":  # unsafe
             text += (f", {p.timings.speedup:.1f}×" if p.timings is not None else "") + (
                 f" — but the pieced step's replay differs from eager (max abs error {p.replay.max_abs:.3g}): "
                 "unsafe, not recommended")

@@ -95,6 +95,11 @@ def _planned(m: ModuleMap) -> list[ModuleEntry]:
     return [e for e in m.modules if e.status == GRAPHED and e.path in m.graphed and e.call is not None]
 
 
+def _with_calls(entries: list[ModuleEntry]) -> list[tuple[ModuleEntry, CallSpec]]:
+    """Each planned entry with its recorded call (_planned keeps only entries that have one)."""
+    return [(e, e.call) for e in entries if e.call is not None]
+
+
 def plan_code(m: ModuleMap, script: str = "") -> str:
     """The code for the recommended set (`m.graphed`), '' when nothing is recommended or the set differs from
     eager; a set whose replay was not checked (--no-replay-check) gets the code with that said in its header."""
@@ -103,22 +108,27 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
         return ""
     roots = sorted({e.path.split(".", 1)[0] for e in entries})
     speed = f", measured {m.timings.speedup:.2f}× faster than eager" if m.timings is not None else ""
-    match = {"match": "matches eager from identical state"}.get(m.replay.status if m.replay else "",
-                                                                 "was not checked against eager")
+    match = "was not checked against eager"
+    if m.replay is not None and m.replay.status == "match":
+        match = (f"matches eager over {m.replay.steps} consecutive step{'s' if m.replay.steps != 1 else ''} from "
+                 "identical state")
     lines = [f"# cgtool's plan{' for ' + script if script else ''}: graph {', '.join(f'`{e.path}`' for e in entries)}"
              f"{speed}; the step with them graphed {match}.",
              "# Paste after setup (model on the GPU, in the train()/eval() mode of the step) and before the loop.",
              "# Caveats: each graph holds the shapes, dtypes and layouts below (a call with others runs eagerly);",
              "# non-tensor arguments are fixed at these values; capture warms each module up (3 calls), so the",
-             "# state is saved before and put back after.",
+             "# state is saved before and put back after. PyTorch may warn while capturing that \"The AccumulateGrad",
+             "# node's stream does not match\": make_graphed_callables warms up on a stream of its own and keeps that",
+             "# warmup's autograd graph while capturing, so the parameters' gradients are accumulated on that stream;",
+             "# backward synchronizes across (cgtool checked the set against eager over the steps above).",
              HELPER, "", f"_saved = [{{k: v.detach().clone() for k, v in m.state_dict().items()}} for m in "
              f"({', '.join(roots)},)]"]
-    for e in entries:
-        lines += _graph_call(e, e.call)
+    for e, call in _with_calls(entries):
+        lines += _graph_call(e, call)
     lines += [f"put_back(({', '.join(roots)},), _saved)", "del _saved"]
-    unset = [e.path for e in entries if _has_unset(e.call)]
+    unset = [e.path for e, call in _with_calls(entries) if _has_unset(call)]
     if unset:
-        lines.insert(5, "# Set the arguments marked `TODO` as your step passes them ("
+        lines.insert(lines.index(HELPER), "# Set the arguments marked `TODO` as your step passes them ("
                      + ", ".join(f"`{p}`" for p in unset) + ").")
     return "\n".join(lines) + "\n"
 
@@ -126,8 +136,8 @@ def plan_code(m: ModuleMap, script: str = "") -> str:
 def plan_calls(m: ModuleMap) -> list[str]:
     """The plan's graph_module(...) lines alone, for the console (the helper is in modules-plan.py)."""
     lines: list[str] = []
-    for e in _planned(m):
-        lines += _graph_call(e, e.call)
+    for e, call in _with_calls(_planned(m)):
+        lines += _graph_call(e, call)
     return lines
 
 

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from cgtool.errors import interrupted
 from cgtool.model.finding import Finding
 from cgtool.model.lint_result import LintResult, ScriptResult
 from cgtool.model.rules import RULES, Rule
@@ -67,7 +68,7 @@ def _location(f: Finding, script: ScriptResult, base_dir: str | Path | None) -> 
 
 
 def _result(f: Finding, script: ScriptResult, base_dir: str | Path | None, index: dict[str, int]) -> dict[str, Any]:
-    text = f"{f.message}{f.status}" if not f.hint else f"{f.message}{f.status}\nFix: {f.hint}"
+    text = f"{f.text}{f.status}" if not f.hint else f"{f.text}{f.status}\nFix: {f.hint}"
     result: dict[str, Any] = {
         "ruleId": f.rule,
         "level": LEVELS.get(f.severity, "warning"),
@@ -91,7 +92,7 @@ def _notifications(result: LintResult, base_dir: str | Path | None,
             execution.append({"level": "error", "message": {"text": f"{script.path}: {message}"}, "locations": where})
     if result.interrupted:
         execution.append({"level": "warning", "message": {"text": (
-            f"interrupted (Ctrl-C): {len(result.unchecked)} script(s) not checked: {', '.join(result.unchecked)}")}})
+            f"{interrupted(result.stop)}: {len(result.unchecked)} script(s) not checked: {', '.join(result.unchecked)}")}})
     configuration = []
     for rule_id in result.skipped_rules:
         reason = result.skipped_reason or f"needs a CUDA device; this run was on {result.device}"

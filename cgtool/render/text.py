@@ -6,6 +6,7 @@ import io
 
 from rich.text import Text
 
+from cgtool.errors import interrupted
 from cgtool.model.finding import Finding
 from cgtool.model.lint_result import LintResult
 from cgtool.model.rules import RULE_BY_ID, WORLD_OF_ONE
@@ -32,7 +33,7 @@ def summary_line(result: LintResult) -> str:
     if failed:
         line += f"; {_plural(failed, 'script')} could not be analysed"
     if result.interrupted:
-        line += f"; interrupted (Ctrl-C): {_plural(len(result.unchecked), 'script')} not checked"
+        line += f"; {interrupted(result.stop)}: {_plural(len(result.unchecked), 'script')} not checked"
     return line + "."
 
 
@@ -43,7 +44,7 @@ def finding_text(f: Finding, path: str) -> Text:
     colour = COLOURS.get(f.severity, "")
     severity = SEVERITY_WORDS.get(f.severity, f.severity)
     text = Text.assemble((where, "bold"), ": ", (f"{severity}:", f"bold {colour}"), " ",
-                         (f"{f.rule} [{f.category}]", colour), " ", f.message, (f.status, "dim"))
+                         (f"{f.rule} [{f.category}]", colour), " ", f.text, (f.status, "dim"))
     if f.source and f.source.strip():
         text.append("\n    ").append(f.source.strip(), "dim")
     if f.hint:

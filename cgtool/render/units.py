@@ -28,4 +28,12 @@ def fmt_graph_memory(mem: GraphMemory) -> str:
             f"static inputs {fmt_bytes(mem.static_input_bytes)}, output {fmt_bytes(mem.static_output_bytes)}")
     if mem.capture_peak_bytes is not None:
         text += f" · capture peak {fmt_bytes(mem.capture_peak_bytes)}"
+    extra = mem.recipe_extra
+    if mem.recipe_pool_reserved is not None and extra is not None:
+        text += (f" · PyTorch's documented recipe (warmup on a side stream, torch.cuda.graph on its own capture "
+                 f"stream) holds {fmt_bytes(mem.recipe_pool_reserved)}")
+        if extra > 0:
+            text += (f" (+{fmt_bytes(extra)}: cuBLAS makes a workspace for the new stream inside the pool, per pool "
+                     f"and stream; warm up and capture on one stream, torch.cuda.graph(g, stream=s), or capture every "
+                     f"graph on one stream into one pool)")
     return text

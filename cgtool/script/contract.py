@@ -69,23 +69,27 @@ class Script:
     setup: Callable[..., Any] | None
     inputs: Callable[..., Any] | None
     module: Any
+    # the names setup and inputs were looked up by (None: none): a reload of the script (compiled_timing) uses them
+    names: tuple[str | None, str | None] = ("setup", "inputs")
 
     def call_setup(self, device: Any, size: int | None = None) -> Args:
         if self.setup is None:
             return Args()
-        return Args.of(self.setup(device, **_size_kwarg(self.setup, size), **_rank_kwargs(self.setup)), "setup")
+        return Args.of(_user_call(self.setup, device, **_size_kwarg(self.setup, size), **_rank_kwargs(self.setup)),
+                       "setup")
 
     def call_inputs(self, i: int, device: Any, size: int | None = None) -> Args | None:
         """Inputs of iteration i, or None when the script has no inputs()."""
         if self.inputs is None:
             return None
-        return Args.of(self.inputs(i, device, **_size_kwarg(self.inputs, size), **_rank_kwargs(self.inputs)), "inputs")
+        return Args.of(_user_call(self.inputs, i, device, **_size_kwarg(self.inputs, size), **_rank_kwargs(self.inputs)),
+                       "inputs")
 
     def call_step(self, state: Args, inputs: Args | None) -> Any:
         for watch in STEP_WATCHERS:
             watch(self, state)
         a = state if inputs is None else state + inputs
-        return self.step(*a.args, **a.kwargs)
+        return _user_call(self.step, *a.args, **a.kwargs)
 
     def accepts_size(self) -> bool:
         return any(fn is not None and "size" in _params(fn) for fn in (self.setup, self.inputs))
@@ -93,6 +97,32 @@ class Script:
     def setup_takes_size(self) -> bool:
         """Whether setup's state depends on the size (else one state serves every size)."""
         return self.setup is not None and "size" in _params(self.setup)
+
+
+class ScriptExit(Exception):
+    """A BaseException that is no Exception (the script's own `class Stop(BaseException)`, GeneratorExit, SystemExit
+    from sys.exit(), a KeyboardInterrupt it raised: a real SIGINT ends the worker before Python sees one), raised by
+    the script's code and carried out of it as an Exception: every phase then reports it as the script's error, at
+    the script's line, where it reports any other exception (`error_record` and `ScriptRaised` unwrap it)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        super().__init__(f"{type(exc).__name__}: {exc}")
+        self.exc = exc
+
+
+def unwrap(exc: BaseException) -> BaseException:
+    """The script's own exception: `exc`, or the BaseException a ScriptExit carries."""
+    return exc.exc if isinstance(exc, ScriptExit) else exc
+
+
+def _user_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """fn(*args, **kwargs): the script's code, whose BaseExceptions leave it as a ScriptExit."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception:
+        raise
+    except BaseException as exc:
+        raise ScriptExit(exc).with_traceback(exc.__traceback__) from None
 
 
 def _params(fn: Callable[..., Any]) -> dict[str, inspect.Parameter]:
@@ -120,25 +150,39 @@ def _rank_kwargs(fn: Callable[..., Any]) -> dict[str, int]:
 
 
 def parse_target(target: str, entry: str | None = None) -> tuple[str, str]:
-    """`script.py:name` -> (path, name); --entry wins over the suffix; default entry `step`."""
+    """`script.py:name` -> (path, name); --entry wins over the suffix; default entry `step`. The entry is
+    checked by `entry_name` (exit 2 for a name no script's function can have)."""
     path, name = target, None
     base, sep, suffix = target.rpartition(":")
     if sep and suffix.isidentifier() and base and not os.path.exists(target):
         path, name = base, suffix
-    return path, entry or name or "step"
+    return path, entry_name(entry if entry is not None else name or "step")
+
+
+def entry_name(name: str) -> str:
+    """`name` (NFKC-normalized, as Python reads identifiers) when it can name a function a script defines: a
+    Python identifier, no keyword and no dunder (`__init__`, `__class__` are the module's, not the script's);
+    else a CgtoolError (usage, exit 2). Every command's entry (--entry, `script.py:name`) passes here."""
+    import keyword
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", name)
+    if not text.isidentifier() or keyword.iskeyword(text):
+        raise CgtoolError(f"not a valid entry name: {name!r}; give the name of the script's function that runs one "
+                          "iteration (a Python identifier, e.g. --entry train_step or script.py:train_step).")
+    if text.startswith("__") and text.endswith("__"):
+        raise CgtoolError(f"no such function {name!r}: names like __init__ and __class__ are Python's own, not a "
+                          "function of the script; give the function that runs one iteration (e.g. --entry train_step).")
+    return text
 
 
 def compile_script(path: str) -> Any:
     """The script's code object; a missing, unreadable or invalid file is a CgtoolError (exit 2)."""
-    if not os.path.exists(path):
-        raise CgtoolError(f"No such file: {path}")
-    if os.path.isdir(path):
-        raise CgtoolError(f"{path} is a folder; give a Python script (cgtool lint accepts folders).")
-    if not os.path.isfile(path):  # a FIFO would block the read for good, a device never ends
-        raise CgtoolError(f"{path} is not a regular file (a FIFO, socket or device); give a Python script.")
+    from cgtool.files.inputs import SCRIPT, read_input
+
+    source = read_input(path, SCRIPT)  # the one reader: a FIFO, device or folder is refused, the size bounded
     try:
-        with open(path, "rb") as fh:
-            return compile(fh.read(), path, "exec")
+        return compile(source, path, "exec")
     except SyntaxError as exc:
         where = f"{exc.filename or path}:{exc.lineno or '?'}"
         if "codec can't decode" in str(exc.msg) or "unknown encoding" in str(exc.msg):
@@ -151,8 +195,6 @@ def compile_script(path: str) -> Any:
                           "its encoding (# -*- coding: latin-1 -*-).") from None
     except (RecursionError, MemoryError):
         raise CgtoolError(f"{path}: too deeply nested for Python to compile.") from None
-    except OSError as exc:
-        raise CgtoolError(f"Cannot read {path}: {exc.strerror or exc}") from None
     except ValueError as exc:  # not Python source (e.g. NUL bytes)
         raise CgtoolError(f"Cannot read {path} as a Python script: {exc}") from None
 
@@ -163,8 +205,15 @@ def _encoding_problem(msg: str) -> str:
     return "bytes that are not valid UTF-8"
 
 
-def load_script(path: str, entry: str = "step") -> Script:
-    """Import the script as a fresh module and resolve its contract functions."""
+def contract_names(settings: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The names of setup and inputs a job asks for (Job.settings `setup_fn`, `inputs_fn`; cgtool.check with a
+    step callable sets them): "setup" and "inputs" by default, None for none."""
+    return settings.get("setup_fn", "setup"), settings.get("inputs_fn", "inputs")
+
+
+def load_script(path: str, entry: str = "step", setup: str | None = "setup", inputs: str | None = "inputs") -> Script:
+    """Import the script as a fresh module and resolve its contract functions: `entry`, and setup and inputs by the
+    names given (None: the script has none; a name other than the default must exist)."""
     code = compile_script(path)
     path = os.path.abspath(path)
     name = "cgtool_user_" + "".join(c if c.isalnum() else "_" for c in os.path.splitext(os.path.basename(path))[0])
@@ -172,38 +221,58 @@ def load_script(path: str, entry: str = "step") -> Script:
     module = importlib.util.module_from_spec(spec)
     module.__file__ = path
     sys.modules[name] = module
-    script_dir = os.path.dirname(path)
-    if script_dir not in sys.path:
-        sys.path.insert(0, script_dir)  # the script's own helper modules import as they would with `python script.py`
+    script_dir = os.path.dirname(os.path.realpath(path))  # as Python takes it: a symlinked script's real folder
+    if sys.path[:1] != [script_dir]:  # first, as `python script.py` has it: its own helper modules import the same
+        sys.path.insert(0, script_dir)
     try:
         exec(code, module.__dict__)
-    except Exception as exc:  # the user's module-level code raised
+    except BaseException as exc:  # the user's module-level code raised (sys.exit() and its own BaseExceptions too)
         raise ScriptRaised("load", exc) from None
 
-    step = getattr(module, entry, None)
-    if not callable(step):
-        have = [n for n in ("setup", "inputs", "step") if callable(getattr(module, n, None))]
-        found = f" It defines {', '.join(have)}." if have else ""
-        raise CgtoolError(f"{path} has no function `{entry}()`.{found}\n\n{CONTRACT}")
-    setup = getattr(module, "setup", None)
-    inputs = getattr(module, "inputs", None)
-    for label, fn in (("setup", setup), ("inputs", inputs)):
-        if fn is not None and not callable(fn):
-            raise CgtoolError(f"{path}: `{label}` is not a function.\n\n{CONTRACT}")
+    step = _entry_function(module, path, entry_name(entry))
+    fns = {}
+    for label, fn_name, default in (("setup", setup, "setup"), ("inputs", inputs, "inputs")):
+        fns[label] = None if fn_name is None else getattr(module, fn_name, None)
+        if fn_name is not None and fn_name != default and fns[label] is None:
+            raise CgtoolError(f"{path} has no function `{fn_name}()` (asked for as {label}).\n\n{CONTRACT}")
+        if fns[label] is not None and not callable(fns[label]):
+            raise CgtoolError(f"{path}: `{fn_name}` is not a function.\n\n{CONTRACT}")
     import inspect
 
-    for label, fn in ((entry, step), ("setup", setup), ("inputs", inputs)):
+    for label, fn in ((entry, step), (setup or "", fns["setup"]), (inputs or "", fns["inputs"])):
         if inspect.iscoroutinefunction(fn) or inspect.isasyncgenfunction(fn):
             raise CgtoolError(f"{path}: `{label}` is `async def`; cgtool calls it as a plain function, so its body "
                               f"would never run. Make it a plain `def` (a CUDA graph captures synchronous work)."
                               f"\n\n{CONTRACT}")
-    return Script(path, entry, step, setup, inputs, module)
+    return Script(path, entry, step, fns["setup"], fns["inputs"], module, (setup, inputs))
+
+
+def _entry_function(module: Any, path: str, entry: str) -> Callable[..., Any]:
+    """The script's global `entry` when it is a function (or a callable object, e.g. a compiled module); a
+    name it lacks, a class, a module or a plain value is a CgtoolError (usage, exit 2) that says which."""
+    import types
+
+    step = module.__dict__.get(entry, _MISSING)  # its own globals: never an attribute every module has
+    what = ("a class" if isinstance(step, type) else "a module" if isinstance(step, types.ModuleType)
+            else None if callable(step) or step is _MISSING else f"a value of type {type(step).__name__}")
+    if what:
+        raise CgtoolError(f"{path}: `{entry}` is {what}, not a function; name the function that runs one iteration."
+                          f"\n\n{CONTRACT}")
+    if step is _MISSING:
+        have = [n for n in ("setup", "inputs", "step") if callable(module.__dict__.get(n))]
+        found = f" It defines {', '.join(have)}." if have else ""
+        raise CgtoolError(f"{path} has no function `{entry}()`.{found}\n\n{CONTRACT}")
+    return step
+
+
+_MISSING = object()
 
 
 class ScriptRaised(Exception):
     """The user's code raised in a phase (load, setup, inputs, step); carries the original exception."""
 
     def __init__(self, phase: str, exc: BaseException) -> None:
+        exc = unwrap(exc)
         super().__init__(f"{phase}: {type(exc).__name__}: {exc}")
         self.phase = phase
         self.exc = exc

@@ -8,6 +8,7 @@ import re
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.frame import Frame
 from cgtool.model.report import ErrorRecord
+from cgtool.script.contract import unwrap
 from cgtool.script.frames import user_frames_of_traceback
 
 # lines torch appends to a CUDA error's message: never its first line
@@ -70,6 +71,7 @@ def error_record_of(phase: str, exc: BaseException) -> ErrorRecord:
     """The record of an exception raised while cgtool called the script. A broken script contract that
     cgtool noticed while calling it (a CgtoolError, e.g. setup and inputs both returning `x`) is a
     usage error (exit 2), not the script's exception; one about the machine is an environment error (exit 3)."""
+    exc = unwrap(exc)
     if isinstance(exc, CgtoolError):
         return ErrorRecord(phase, "usage" if exc.exit_code == ExitCode.USAGE else "environment", exc.message)
     if isinstance(exc, SystemExit):  # the script called sys.exit(): its choice, reported as the script's error

@@ -73,7 +73,7 @@ def user_frames_of_traceback(tb: types.TracebackType | None) -> tuple[Frame, ...
 
 def innermost_user_frame(start: types.FrameType | None = None) -> Frame | None:
     """The innermost frame of the user's code on the current stack (walking outward)."""
-    f = start or sys._getframe(1)
+    f: types.FrameType | None = start or sys._getframe(1)
     while f is not None:
         code = f.f_code
         if is_user_file(code.co_filename):

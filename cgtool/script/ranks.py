@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import ast
 
+from cgtool.errors import CgtoolError
+from cgtool.files.inputs import SCRIPT, read_input
+
 RANK_PARAMS = ("rank", "world_size")
 CONTRACT_FUNCTIONS = ("setup", "inputs")
 
@@ -14,9 +17,8 @@ def written_for_ranks(path: str) -> bool:
     """True when the script's setup/inputs name `rank`/`world_size`, or it imports torch.distributed or
     uses DistributedDataParallel. An unreadable or invalid file is False (the run reports that itself)."""
     try:
-        with open(path, "rb") as fh:
-            tree = ast.parse(fh.read(), path)
-    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        tree = ast.parse(read_input(path, SCRIPT), path)
+    except (CgtoolError, SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return any(_is_rank_sign(node) for node in ast.walk(tree))
 

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from cgtool.trace import op_roles as R
+from cgtool.trace.recorder_state import RecorderState
 
 Tensor = torch.Tensor
 
@@ -24,7 +25,7 @@ def _histc_range(args: tuple, kwargs: dict) -> bool:
     return lo != hi
 
 
-class AtenDetail:
+class AtenDetail(RecorderState):
     """The aten-op half of the detail dicts (see the module docstring)."""
 
     def aten_detail(self, name: str, args: tuple, kwargs: dict, tensors: list[Tensor]) -> dict[str, Any] | None:

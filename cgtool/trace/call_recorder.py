@@ -12,6 +12,7 @@ import torch
 from cgtool.model.trace import CALL, OpRecord
 from cgtool.trace import op_roles as R
 from cgtool.trace.frame_table import SKIPPED
+from cgtool.trace.recorder_state import RecorderState
 from cgtool.trace.sync_conditions import describe, features
 from cgtool.trace.tensor_args import device_name, dtype_name, scan_call
 
@@ -25,11 +26,7 @@ _SPECIAL_NAMES = (R.ALWAYS_RECORDED_CALLS | R.QUIET_CALLS | R.HOST_WATCH_CALLS |
                   | {"Tensor.to", "Tensor.cuda", "Tensor.cpu", "Tensor.pin_memory"})
 
 
-
-
-
-
-class CallRecorder:
+class CallRecorder(RecorderState):
     """Tensor calls: _on_call before one runs, _after_call after (see OpRecorder for the state)."""
 
     # ---- Python-level calls ----------------------------------------------------------------------
@@ -159,7 +156,7 @@ class CallRecorder:
         inner, outer = self.where(3)  # above this frame and the function mode's (both cgtool's)
         if inner == SKIPPED:
             return
-        detail = {self.sync_key: describe(clause), "via": self.frame_table.library_path(sys._getframe(1)),
+        detail: dict[str, Any] = {self.sync_key: describe(clause), "via": self.frame_table.library_path(sys._getframe(1)),
                   "sync_table": table.label}
         if self.virtual_cuda:
             detail["python_level"] = True  # a finding on the CPU run; on the GPU run it names a failed capture

@@ -21,7 +21,8 @@ def site_of(form: str, caller: types.FrameType, target: Any, kwargs: dict[str, A
     mode = mode if isinstance(mode, str) else repr(mode)
     backend = kwargs.get("backend", "inductor")
     backend_name = backend if isinstance(backend, str) else getattr(backend, "__name__", type(backend).__name__)
-    options = kwargs.get("options") if isinstance(kwargs.get("options"), dict) else {}
+    given = kwargs.get("options")
+    options = given if isinstance(given, dict) else {}
     opt = options.get("triton.cudagraphs")
     if backend_name == "cudagraphs":
         graphs = True
@@ -80,8 +81,8 @@ def code_of(target: Any) -> types.CodeType | None:
     module = getattr(target, "__self__", None)
     import torch
 
-    if isinstance(target, torch.nn.Module) or isinstance(module, torch.nn.Module):
-        mod = target if isinstance(target, torch.nn.Module) else module
+    mod = target if isinstance(target, torch.nn.Module) else module
+    if isinstance(mod, torch.nn.Module):
         fn = getattr(type(mod).forward, "__code__", None)
         return fn if isinstance(fn, types.CodeType) else None
     return getattr(fn, "__code__", None)

@@ -9,7 +9,6 @@ compiles with "eager": dynamo's graph breaks without inductor), `identity` retur
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 import types
@@ -84,10 +83,7 @@ class CompileWatch:
                                   ("torch._inductor.config", "fx_graph_remote_cache", "TORCHINDUCTOR_FX_GRAPH_REMOTE_CACHE"),
                                   ("torch._functorch.config", "enable_autograd_cache", "TORCHINDUCTOR_AUTOGRAD_CACHE")):
             if module not in sys.modules:
-                old = os.environ.get(env)
-                os.environ[env] = "0"
-                self._patches.on_undo(lambda env=env, old=old: os.environ.pop(env, None) if old is None
-                                  else os.environ.__setitem__(env, old))
+                self._patches.set_env(env, "0")
                 continue
             cfg = importlib.import_module(module)
             if getattr(cfg, name, None):
@@ -174,7 +170,7 @@ class CompileWatch:
     def call_frame(self, start: types.FrameType | None = None) -> Frame | None:
         """The user's line that called into compiled code: the innermost user frame outside every compiled
         function (and dynamo's resume functions) on the current stack."""
-        f = start or sys._getframe(1)
+        f: types.FrameType | None = start or sys._getframe(1)
         while f is not None:
             code = f.f_code
             if (is_user_file(code.co_filename)
@@ -203,9 +199,11 @@ class _AfterImport:
             sys.meta_path.insert(0, self)
         if spec is None or spec.loader is None:
             return spec
+        import importlib.abc
+
         loader, then, hook = spec.loader, self.then, self
 
-        class Loader:
+        class Loader(importlib.abc.Loader):
             def create_module(self, spec: Any) -> Any:
                 return loader.create_module(spec)
 

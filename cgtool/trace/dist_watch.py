@@ -20,10 +20,15 @@ from cgtool.script.frames import innermost_user_frame
 
 COLLECTIVES = (
     "all_reduce", "all_gather", "all_gather_into_tensor", "all_gather_object", "reduce_scatter",
-    "reduce_scatter_tensor", "all_to_all", "all_to_all_single", "broadcast", "broadcast_object_list", "reduce",
+    "reduce_scatter_tensor", "all_gather_single", "reduce_scatter_single", "all_to_all", "all_to_all_single", "broadcast", "broadcast_object_list", "reduce",
     "gather", "gather_object", "scatter", "scatter_object_list", "barrier", "monitored_barrier", "send", "recv",
     "isend", "irecv", "batch_isend_irecv",
 )
+
+
+class CollectivesDiverged(RuntimeError):
+    """Raised inside a rank's collective call when the ranks' sequences of collectives part
+    (cgtool/pipeline/rank_sequence.py): the call would never complete."""
 
 
 def _describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
@@ -34,6 +39,8 @@ def _describe(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
             parts.append(f"{str(a.dtype).replace('torch.', '')}[{','.join(str(s) for s in shape)}]")
         elif isinstance(a, (list, tuple)) and a and hasattr(a[0], "shape"):
             parts.append(f"{len(a)} tensors")
+        elif isinstance(a, (list, tuple)) and a and all(type(x) is int for x in a):  # split sizes, on the host
+            parts.append(f"sizes[{','.join(map(str, a[:16]))}{',...' if len(a) > 16 else ''}]")
         elif type(a).__name__ in ("ReduceOp", "RedOpType"):
             parts.append(str(a).rsplit(".", 1)[-1])
     return " ".join(parts)
@@ -60,9 +67,11 @@ def _stream_state() -> tuple[bool | None, bool | None]:
 
 
 class DistWatch:
-    def __init__(self, record: Callable[[dict[str, Any]], None], phase: Callable[[], str]) -> None:
+    def __init__(self, record: Callable[[dict[str, Any]], None], phase: Callable[[], str],
+                 on_collective: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.record = record
         self.phase = phase  # the pipeline's phase under way
+        self.on_collective = on_collective  # hears each collective before it runs; may raise CollectivesDiverged
         self.counts: dict[str, int] = {}
         self.iteration = -1  # the step call under way (the rank job counts them); -1 before the first
         self._local = threading.local()
@@ -76,9 +85,11 @@ class DistWatch:
         index = self.counts.get(phase, 0)
         self.counts[phase] = index + 1
         frame = innermost_user_frame(sys._getframe(1))
-        self.record({"collective": {"index": index, "phase": phase, "op": name, "iteration": self.iteration,
-                                    "detail": _describe(args, kwargs),
-                                    "capturing": capturing, "frame": _json(frame)}})
+        rec = {"index": index, "phase": phase, "op": name, "iteration": self.iteration,
+               "detail": _describe(args, kwargs), "capturing": capturing, "frame": _json(frame)}
+        self.record({"collective": rec})
+        if self.on_collective is not None:
+            self.on_collective(rec)
 
     def _wrap(self, owner: Any, name: str, before: Callable[..., None]) -> None:
         real = getattr(owner, name, None)
@@ -92,6 +103,8 @@ class DistWatch:
             if depth == 0:
                 try:
                     before(*args, **kwargs)
+                except CollectivesDiverged:
+                    raise  # the call would never complete: end the step here, at the user's line
                 except Exception:  # noqa: BLE001 - recording must never break the user's call
                     pass
             local.depth = depth + 1
@@ -132,5 +145,6 @@ def _json(frame: Frame | None) -> dict[str, Any] | None:
     return None if frame is None else frame.to_json()
 
 
-def watch_distributed(record: Callable[[dict[str, Any]], None], phase: Callable[[], str]) -> DistWatch:
-    return DistWatch(record, phase)
+def watch_distributed(record: Callable[[dict[str, Any]], None], phase: Callable[[], str],
+                      on_collective: Callable[[dict[str, Any]], None] | None = None) -> DistWatch:
+    return DistWatch(record, phase, on_collective)

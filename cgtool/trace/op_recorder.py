@@ -205,8 +205,9 @@ class OpRecorder(CallRecorder, AtenDetail):
         a tensor counts as a device tensor unless it was made on the host (as the GPU would see it)."""
         table = self.sync_table
         assert table is not None
-        conditions = self.sync_when.get(func, False)
-        if conditions is False:
+        try:
+            conditions = self.sync_when[func]
+        except KeyError:
             conditions = self.sync_when[func] = table.ops.get(str(func))
         if not conditions:
             return detail

@@ -100,6 +100,3 @@ def call_name(func: Any) -> str:
     return f"{module}.{name}" if module else name
 
 
-def scalar_read_kind(name: str) -> str | None:
-    """The user-facing description of a call or aten op that reads one device value on the host."""
-    return SCALAR_READ_CALLS.get(name) or (f"`{name}`" if name in SCALAR_READ_ATEN else None)

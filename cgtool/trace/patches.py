@@ -3,6 +3,7 @@ observers of torch.compile (trace/compile_watch.py, capture/trees.py) install wh
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,12 @@ class Patches:
         old = getattr(owner, name)
         setattr(owner, name, new)
         self._undo.append(lambda: setattr(owner, name, old))
+
+    def set_env(self, name: str, value: str) -> None:
+        """os.environ[name] = value until undo_all() (then its old value, or unset)."""
+        old = os.environ.get(name)
+        os.environ[name] = value
+        self._undo.append(lambda: os.environ.pop(name, None) if old is None else os.environ.__setitem__(name, old))
 
     def on_undo(self, undo: Callable[[], Any]) -> None:
         self._undo.append(undo)

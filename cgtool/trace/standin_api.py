@@ -14,7 +14,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from cgtool.model.trace import RecordStreamEvent
-from cgtool.script.frames import CGTOOL_DIR, is_user_file
+from cgtool.script.frames import CGTOOL_DIR
 
 DEFAULT_STREAM = 0
 CAPTURE_STREAM = 1
@@ -70,10 +70,6 @@ def set_active(owner: StandinStreams | None) -> None:
     if owner is not None and _ACTIVE[0] is not None:
         raise RuntimeError("cgtool's CUDA stand-ins are already installed")
     _ACTIVE[0] = owner
-
-
-def called_by_user(depth: int = 2) -> bool:
-    return is_user_file(sys._getframe(depth).f_code.co_filename)
 
 
 # torch's and cgtool's own package folders (not any path with a folder named "torch": a venv in /opt/torch/
@@ -197,12 +193,12 @@ class _GeneratorMeta(type(torch.Generator)):  # type: ignore[misc]
 _REAL_GENERATOR = torch.Generator
 
 
-class Generator(_REAL_GENERATOR, metaclass=_GeneratorMeta):  # type: ignore[misc]
+class Generator(_REAL_GENERATOR, metaclass=_GeneratorMeta):
     """torch.Generator that accepts device="cuda" (a CPU generator) and remembers the device asked for:
     "device" (cuda, or the torch.device the harness passed), or "host" (no device, or "cpu")."""
 
     def __new__(cls, device: Any = "cpu") -> Generator:
-        return super().__new__(cls, device="cpu")
+        return super().__new__(cls, device="cpu")  # type: ignore[call-arg]  # torch's stub declares only __init__
 
     def __init__(self, device: Any = "cpu") -> None:
         kind = device.type if isinstance(device, torch.device) else str(device).split(":")[0]

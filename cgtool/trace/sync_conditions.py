@@ -10,7 +10,7 @@ An empty clause holds always.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import torch
 
@@ -79,7 +79,7 @@ def _one(v: Any, is_device: IsDevice) -> tuple[str, int, bool]:
     return ("other", -1, False)
 
 
-def atoms(feats: Features, thresholds: dict[str, Iterable[int]] | None = None) -> set[str]:
+def atoms(feats: Features, thresholds: Mapping[str, Iterable[int]] | None = None) -> set[str]:
     """All atoms that hold for `feats`; size atoms only at the given per-argument thresholds."""
     out = set()
     for name, (kind, numel, zero_dim) in feats.items():

@@ -12,7 +12,7 @@ Tensor = torch.Tensor
 
 # A lazy module's parameter before its first forward (nn.LazyLinear): it has no shape yet, and reading one raises;
 # such a tensor is not recorded as an argument (it takes no part in any computation until it is materialized).
-LAZY = torch.nn.parameter.UninitializedTensorMixin
+LAZY = (torch.nn.parameter.UninitializedParameter, torch.nn.parameter.UninitializedBuffer)
 
 _DTYPE_NAMES: dict[Any, str] = {}
 _DEVICE_NAMES: dict[int, str] = {-1: "cpu"}

@@ -9,6 +9,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from cgtool.trace.patches import Patches
+
 _wanted: Counter[str] = Counter()
 
 
@@ -30,25 +32,27 @@ def keep_records(accept: Callable[[str], bool], keep: Callable[[logging.LogRecor
     Logger.handle runs once per record on the emitting logger, so the hook sits there. Returns the undo."""
     orig = logging.Logger.handle
 
-    def handle(logger: logging.Logger, record: logging.LogRecord) -> Any:
+    def handle(logger: logging.Logger, record: logging.LogRecord) -> None:
         if accept(logger.name):
             try:
                 keep(record, logger.name)
             except Exception:
                 pass
             if record.levelno < logging.WARNING:
-                return None
-        return orig(logger, record)
+                return
+        orig(logger, record)
 
-    logging.Logger.handle = handle  # type: ignore[method-assign]
-    return lambda: setattr(logging.Logger, "handle", orig)
+    patches = Patches()
+    patches.set(logging.Logger, "handle", handle)
+    return patches.undo_all
 
 
 def _apply() -> None:
     import torch
 
     try:
-        torch._logging.set_logs(**{a: True for a in _wanted})
+        flags: dict[str, Any] = {a: True for a in _wanted}
+        torch._logging.set_logs(**flags)
     except Exception:
         pass
 

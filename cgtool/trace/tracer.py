@@ -239,7 +239,7 @@ class _DispatchMode(TorchDispatchMode):
             try:
                 if tag:
                     t.tag(out, pinned=False)
-                if t.unsure_out is not None:
+                if t.unsure_out is not None and t.unseen is not None:  # unsure_out is set only with `unseen`
                     t.unseen.tag(out, t.unsure_out)
                     t.unsure_out = None
                 if t.sized_by_data is not None:

@@ -1,7 +1,7 @@
 """Run a job in a disposable child process and always come back with a structured result.
 
 A failed capture poisons the CUDA context and user code can crash the interpreter, so GPU work runs
-in `python -m cgtool.worker.client`. The parent passes a job (JSON), reads progress events from a pipe,
+in `python -m cgtool.worker` (started by worker/start.py, off the user's working folder). The parent passes a job (JSON), reads progress events from a pipe,
 enforces the timeout, turns Ctrl-C into a clean stop, and reads the result (JSON) the child wrote.
 """
 
@@ -11,16 +11,17 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from cgtool.errors import interrupted
 from cgtool.model.job import Job
 from cgtool.model.report import WORKER_FAILED, ErrorRecord, Report
 from cgtool.worker import lifetime
+from cgtool.worker.start import python_command
 
 OUTPUT_TAIL_CHARS = 4000
 
@@ -58,7 +59,7 @@ def run_job(job: Job, timeout: float | None = None,
             env["CUDA_VISIBLE_DEVICES"] = ""
         with open(log_path, "wb") as log:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "cgtool.worker", job_path, result_path, str(write_fd)],
+                python_command("cgtool.worker", job_path, result_path, str(write_fd)),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,), start_new_session=True, env=env,
             )
@@ -81,7 +82,7 @@ def run_job(job: Job, timeout: float | None = None,
                                "or a very slow warmup does this; raise --timeout if the step is just slow.")
         elif ended == "interrupted":
             outcome.failure = "interrupted"
-            outcome.message = (f"Interrupted ({lifetime.stop_name()}) during the {outcome.phase or 'start-up'} phase; "
+            outcome.message = (f"{interrupted(lifetime.stop_name(), sentence=True)} during the {outcome.phase or 'start-up'} phase; "
                                "the worker was stopped.")
         reader.join(timeout=2)
         outcome.returncode = proc.returncode

@@ -7,18 +7,19 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from typing import Any, Callable
 
+from cgtool.errors import interrupted
 from cgtool.model.job import Job
 from cgtool.model.ranks import DistReport
 from cgtool.model.report import Report
-from cgtool.worker import lifetime
+from cgtool.worker import gather, lifetime
 from cgtool.worker.launch import EventTail, LaunchOutcome, kill_tree, launch_env, launch_ranks, rank_result
 from cgtool.worker.merge import merge
+from cgtool.worker.start import python_command
 
 DDP_WARMUP = 11  # PyTorch's docs: at least 11 DDP-enabled warmup iterations before capture
 
@@ -49,8 +50,9 @@ def run_distributed(job: Job, nproc: int, timeout: float,
 
 def run_as_rank(job: Job, timeout: float,
                 on_event: Callable[[int, dict[str, Any]], None] | None = None) -> tuple[DistReport | None, LaunchOutcome]:
-    """Under the user's torchrun: run this rank (in a child, as always) in a folder shared by the ranks of
-    this run on this host; rank 0 waits for the others' results and merges (the others return None)."""
+    """Under the user's torchrun: run this rank (in a child, as always) in this host's temp folder for the run;
+    each rank hands its result to rank 0 through torchrun's store (worker/gather.py; without one, through the
+    folder the ranks of one host share); rank 0 merges (the others return None)."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     run_id = f"{os.environ.get('TORCHELASTIC_RUN_ID', 'none')}-{os.environ.get('MASTER_PORT', '0')}"
     run_dir = os.path.join(tempfile.gettempdir(), f"cgtool-ranks-{os.getuid()}-{run_id}")
@@ -60,7 +62,7 @@ def run_as_rank(job: Job, timeout: float,
         import json
 
         json.dump(job.to_json(), fh)
-    cmd = [sys.executable, "-m", "cgtool.worker.rank_child", job_path, run_dir]
+    cmd = python_command("cgtool.worker.rank_child", job_path, run_dir)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
                             env=dict(launch_env(job), CGTOOL_RANK_CHILD="1"))
@@ -78,21 +80,34 @@ def run_as_rank(job: Job, timeout: float,
             outcome.failure, outcome.message = "timeout", f"rank {rank} ran past its time limit of {timeout:g} s (--timeout) and was killed"
     except KeyboardInterrupt:
         kill_tree(proc, set())
-        outcome.failure, outcome.message = "interrupted", f"Interrupted ({lifetime.stop_name()})"
+        outcome.failure, outcome.message = "interrupted", interrupted(lifetime.stop_name(), sentence=True)
     tail.poll()
     lifetime.reaped(proc.pid)
     outcome.returncode = proc.returncode
+    deadline = time.monotonic() + max(5.0, timeout - (time.monotonic() - t0))
+    store = gather.agent_store(max(5.0, deadline - time.monotonic()))  # torchrun's own store: any host
+    if store is not None:
+        try:
+            gather.push(store, rank, run_dir, tail.events, proc.returncode)
+        except Exception:  # noqa: BLE001 - the store is gone (rank 0's host ended): nothing to hand over
+            store = None
     if rank != 0:
         outcome.ranks = [rank_result(rank, run_dir, tail.events, proc.returncode, outcome.failure)]
+        if store is not None:
+            gather.remove_own_files(run_dir, rank)  # rank 0 has it from the store; this host's folder may be its own
         return None, outcome
-    deadline = time.monotonic() + max(5.0, timeout - (time.monotonic() - t0))
-    while time.monotonic() < deadline and not all(
-            os.path.exists(os.path.join(run_dir, f"done.rank{r}")) for r in range(world)):
-        time.sleep(0.1)
-    tails = [EventTail(os.path.join(run_dir, f"rank{r}.events.jsonl")) for r in range(world)]
-    for t in tails:
-        t.poll()
-    outcome.ranks = [rank_result(r, run_dir, tails[r].events, None, outcome.failure) for r in range(world)]
+    if store is not None:
+        got = gather.gather(store, world, run_dir, deadline)
+        events = {r: got[r]["events"] if r in got else [] for r in range(world)}
+    else:  # one host, no agent store: the ranks' files in the shared folder
+        while time.monotonic() < deadline and not all(
+                os.path.exists(os.path.join(run_dir, f"done.rank{r}")) for r in range(world)):
+            time.sleep(0.1)
+        tails = [EventTail(os.path.join(run_dir, f"rank{r}.events.jsonl")) for r in range(world)]
+        for t in tails:
+            t.poll()
+        events = {r: tails[r].events for r in range(world)}
+    outcome.ranks = [rank_result(r, run_dir, events[r], None, outcome.failure) for r in range(world)]
     outcome.wall_s = time.monotonic() - t0
     merged = merge(job, outcome, job.settings)
     shutil.rmtree(run_dir, ignore_errors=True)  # every rank is done with it (rank 0 waited for them)

@@ -16,12 +16,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from cgtool.errors import interrupted
 from cgtool.model.job import Job
 from cgtool.model.ranks import FINISHED, MULTICAST_OFF, NOT_STARTED, STOPPED, Collective, DdpWrap, RankResult
 from cgtool.model.report import Report
 from cgtool.worker import lifetime
 from cgtool.worker.client import describe_exit
 from cgtool.worker.lifetime import descendants
+from cgtool.worker.start import python_args, python_command
 
 OUTPUT_TAIL_CHARS = 4000
 
@@ -70,10 +72,12 @@ def check_nproc(nproc: int) -> None:
 
 
 def launcher_command(nproc: int, job_path: str, run_dir: str) -> list[str]:
-    return [sys.executable, "-m", "cgtool.worker.launcher", os.path.join(run_dir, "tmp"),
-            "torch.distributed.run", "--standalone", "--nnodes", "1",
-            "--nproc-per-node", str(nproc), "--max-restarts", "0", "--monitor-interval", "0.1",
-            "-m", "cgtool.worker.rank_child", job_path, run_dir]
+    """The launcher's command: torch.distributed.run in cgtool.worker.launcher; each rank is cgtool.worker.rank_child,
+    started (--no-python) by the interpreter itself as worker/start.py starts every process of cgtool's."""
+    return python_command("cgtool.worker.launcher", os.path.join(run_dir, "tmp"),
+                          "torch.distributed.run", "--standalone", "--nnodes", "1",
+                          "--nproc-per-node", str(nproc), "--max-restarts", "0", "--monitor-interval", "0.1",
+                          "--no-python", sys.executable, "-u", *python_args("cgtool.worker.rank_child", job_path, run_dir))
 
 
 def launch_env(job: Job) -> dict[str, str]:
@@ -115,7 +119,8 @@ class EventTail:
     """Reads a rank's events file as it grows."""
 
     def __init__(self, path: str) -> None:
-        self.path, self.pos, self.events = path, 0, []
+        self.path, self.pos = path, 0
+        self.events: list[dict[str, Any]] = []
 
     def poll(self) -> list[dict[str, Any]]:
         try:
@@ -180,7 +185,7 @@ def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
     except KeyboardInterrupt:
         kill_tree(proc, known)
         outcome.failure = "interrupted"
-        outcome.message = f"Interrupted ({lifetime.stop_name()}); cgtool killed the launcher and every rank"
+        outcome.message = f"{interrupted(lifetime.stop_name(), sentence=True)}; cgtool killed the launcher and every rank"
     pump()
     outcome.leftover = [p for p in known if _alive(p)]
     if outcome.leftover:  # the launcher left a rank behind: it must not outlive cgtool
@@ -210,6 +215,8 @@ def rank_result(rank: int, run_dir: str, events: list[dict[str, Any]], code: int
             res.ddp.append(DdpWrap.from_json(e["ddp"]))
         elif "facts" in e:
             res.facts = dict(e["facts"])
+        elif "divergence" in e:
+            res.divergence = dict(e["divergence"])
         elif "start" in e:
             res.ended = STOPPED
     try:

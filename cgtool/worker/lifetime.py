@@ -12,6 +12,9 @@ import signal
 import sys
 import threading
 import time
+from typing import NoReturn
+
+from cgtool.errors import CTRL_C
 
 _PR_SET_CHILD_SUBREAPER = 36
 _workers: set[int] = set()  # pids of the workers (launchers) this process started and has not reaped
@@ -73,7 +76,7 @@ def kill_descendants(pid: int | None = None, rounds: int = 20) -> None:
         time.sleep(0.01)
 
 
-def exit_now(code: int) -> None:
+def exit_now(code: int) -> NoReturn:
     """End this process with `code` after its descendants: flush Python's streams, skip interpreter teardown (a
     half-stopped torch or NCCL can hang in it)."""
     kill_descendants()
@@ -157,10 +160,6 @@ def stop_on_signals() -> None:
 
 
 def stop_name() -> str:
-    """How this run was stopped, for messages: "Ctrl-C", "SIGTERM" or "SIGHUP"."""
-    return signal.Signals(_stopped_by[0]).name if _stopped_by else "Ctrl-C"
-
-
-def stop_exit_status(default: int) -> int:
-    """The exit status of an interrupted run: 128 + the signal's number, as shells report it (130 for Ctrl-C)."""
-    return 128 + _stopped_by[0] if _stopped_by else default
+    """How this run was stopped, for messages (errors.interrupted) and the exit status (errors.interrupted_status):
+    "Ctrl-C", "SIGTERM" or "SIGHUP"."""
+    return signal.Signals(_stopped_by[0]).name if _stopped_by else CTRL_C

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from cgtool.checks.distributed import check_distributed
+from cgtool.checks.distributed import check_distributed, drop_explained_failures
 from cgtool.graph.diff import diff_graphs
 from cgtool.graph.model import Graph
 from cgtool.model.job import Job
@@ -66,6 +66,7 @@ def merge(job: Job, outcome: LaunchOutcome, settings: dict[str, Any]) -> DistRep
                                                     "rows": [row.to_json() for row in diff.changed]}
     report.step = step_time(ranks)
     report.findings = check_distributed(ranks, int(settings.get("warmup", 3)), job.script)
+    drop_explained_failures(ranks, report.findings)
     if outcome.failure is not None:
         phases = ", ".join(f"rank {r.rank} in {r.phase or 'start-up'}" for r in ranks if r.report is None)
         report.errors.append(ErrorRecord("launch", outcome.failure, outcome.message + (f" ({phases})" if phases else "")

@@ -9,6 +9,7 @@ import threading
 from cgtool.checks.verdict import complete_with_whole_step
 from cgtool.model.job import Job
 from cgtool.model.report import CAPTURE_FAILED, CPU_ONLY, WORKER_FAILED, Report
+from cgtool.model.report_parts import WHOLE_STEP, Skip
 from cgtool.worker.client import report_from_outcome, run_job
 
 
@@ -48,7 +49,7 @@ def complete_reports(job: Job, reports: list[Report], timeout: float | None,
     cpu, why = _whole_step(job, timeout, stop, world_of_one)
     for report in failed:
         if cpu is None:
-            report.skipped.append(why)
+            report.skipped.append(Skip(WHOLE_STEP, why))
             continue
         failure = next((e for e in report.errors if e.phase == "capture" and e.user_frame is not None), None)
         report.findings = complete_with_whole_step(report.findings, cpu.findings, failure)

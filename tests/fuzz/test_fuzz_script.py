@@ -64,8 +64,10 @@ def test_deeply_nested_source(body, prefix):
 @examples(60)
 @given(st.text(max_size=40))
 def test_targets(target):
-    path, entry = parse_target(target)
-    assert isinstance(path, str) and entry
+    parsed = outcome(parse_target, target)  # a bad entry (`a.py:__init__`) is a clean usage error
+    if parsed is not None:
+        path, entry = parsed
+        assert isinstance(path, str) and entry.isidentifier()
 
 
 @examples(1, shrink=False)

@@ -1,6 +1,9 @@
 """Plain PyTorch, no cgtool: the truth for issue 21's memory figures. Prints one JSON line.
 
   python3 tests/gpu/memory_truth.py pool SCRIPT        one graph as torch.cuda.graph makes it: its private pool
+  python3 tests/gpu/memory_truth.py recipe SCRIPT      one graph as PyTorch's docs show it: warmup on a side stream,
+      then torch.cuda.graph(g) on its own (default) capture stream: its pool, and the pool's largest live blocks
+      (cuBLAS makes a workspace for a stream it has not seen, inside the capture's pool)
   python3 tests/gpu/memory_truth.py compiled SCRIPT    a torch.compile step run to steady state: its private pools
       (with each segment's size and live bytes, and the device's L2 size: inductor's autotuning benchmarks
       with an L2-sized flush buffer, allocated inside the trees' pool when it runs during the warmup call)
@@ -54,7 +57,8 @@ def pool_of(pool_id):
     return reserved, allocated
 
 
-def capture(mod, state, device, size=None, pool=None, stream=None):
+def capture(mod, state, device, size=None, pool=None, stream=None, capture_stream="warmup"):
+    """capture_stream "warmup": capture on the warmup stream (cgtool's way); "own": torch.cuda.graph's own."""
     stream = torch.cuda.Stream() if stream is None else stream
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
@@ -65,7 +69,7 @@ def capture(mod, state, device, size=None, pool=None, stream=None):
     static = make_inputs(mod, 3, device, size)
     g = torch.cuda.CUDAGraph()
     before = torch.cuda.memory_reserved()
-    with torch.cuda.graph(g, pool=pool, stream=stream):
+    with torch.cuda.graph(g, pool=pool, stream=stream if capture_stream == "warmup" else None):
         out = call(mod, state, static)
     torch.cuda.synchronize()
     return g, static, out, torch.cuda.memory_reserved() - before
@@ -102,6 +106,14 @@ def main():
         g, _static, _out, delta = capture(mod, state, device)
         reserved, allocated = pool_of(g.pool())
         print(json.dumps({"pool_reserved": reserved, "pool_allocated": allocated, "reserved_delta": delta}))
+    elif what == "recipe":
+        g, _static, _out, delta = capture(mod, state, device, capture_stream="own")
+        reserved, allocated = pool_of(g.pool())
+        blocks = sorted((b["size"] for seg in torch.cuda.memory_snapshot()
+                         if tuple(seg.get("segment_pool_id", ())) == tuple(g.pool())
+                         for b in seg["blocks"] if b["state"] == "active_allocated"), reverse=True)
+        print(json.dumps({"pool_reserved": reserved, "pool_allocated": allocated, "reserved_delta": delta,
+                          "largest_live_blocks": blocks[:4]}))
     elif what == "compiled":
         for i in range(8):  # trees: warm up, record, then replay
             call(mod, state, make_inputs(mod, i, device))

@@ -165,11 +165,11 @@ def per_step_us(mod, states, rounds=15, steps=10):  # noqa: ANN001, ANN201
         for _ in range(3):
             mod.step(**state, **inp)
     best = [float("inf")] * len(states)
-    for r in range(rounds):
+    for _ in range(rounds):
         for j, state in enumerate(states):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            for s in range(steps):
+            for _ in range(steps):
                 mod.step(**state, **inp)
             torch.cuda.synchronize()
             best[j] = min(best[j], (time.perf_counter() - t0) / steps * 1e6)
@@ -181,6 +181,7 @@ def main() -> None:
     ap.add_argument("sample")
     ap.add_argument("--set", default="")
     ap.add_argument("--plan", default="")
+    ap.add_argument("--steps", type=int, default=1, help="consecutive steps compared (the first that differs is named)")
     a = ap.parse_args()
     mod = load(a.sample)
     state = as_kwargs(mod.setup(torch.device("cuda")))
@@ -201,16 +202,23 @@ def main() -> None:
             for k, v in tensors_of(graphed_state).items():
                 v.copy_(before[k])
     torch.cuda.synchronize()
-    rng = torch.cuda.get_rng_state()
-    out_e = outputs(run_step(mod, eager_state, WARMUP + 1))
-    torch.cuda.set_rng_state(rng)
-    out_g = outputs(run_step(mod, graphed_state, WARMUP + 1))
-    torch.cuda.synchronize()
-    ok_out, name_out, err_out = compare(out_e, out_g)
-    ok_st, name_st, err_st = compare(tensors_of(eager_state), tensors_of(graphed_state))
+    first, worst, ok = None, ("", 0.0), True
+    for j in range(a.steps):  # each step from the same RNG state, on inputs(WARMUP + 1 + j)
+        rng = torch.cuda.get_rng_state()
+        out_e = outputs(run_step(mod, eager_state, WARMUP + 1 + j))
+        torch.cuda.set_rng_state(rng)
+        out_g = outputs(run_step(mod, graphed_state, WARMUP + 1 + j))
+        torch.cuda.synchronize()
+        ok_out, name_out, err_out = compare(out_e, out_g)
+        ok_st, name_st, err_st = compare(tensors_of(eager_state), tensors_of(graphed_state))
+        step_worst = (name_out, err_out) if err_out >= err_st else (name_st, err_st)
+        worst = step_worst if step_worst[1] > worst[1] or (first is None and not (ok_out and ok_st)) else worst
+        if not (ok_out and ok_st):
+            ok, first = False, j + 1
+            break
     eager_us, graphed_us = per_step_us(mod, [eager_state, graphed_state])
-    worst = (name_out, err_out) if err_out >= err_st else (name_st, err_st)
-    print("TRUTH " + json.dumps({"sample": a.sample, "set": paths, "plan": a.plan, "match": ok_out and ok_st,
+    print("TRUTH " + json.dumps({"sample": a.sample, "set": paths, "plan": a.plan, "match": ok, "steps": a.steps,
+                                 "first_differing_step": first,
                                  "worst": worst[0], "max_abs": worst[1], "eager_us": round(eager_us, 1),
                                  "graphed_us": round(graphed_us, 1), "speedup": round(eager_us / graphed_us, 3),
                                  "torch": torch.__version__, "device": torch.cuda.get_device_name()}), flush=True)

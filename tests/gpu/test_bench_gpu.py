@@ -55,11 +55,16 @@ def test_bench_repeatability_within_three_percent(five_runs, measured):
 
 
 def test_bench_against_an_independent_loop_in_separate_processes(five_runs, measured):
-    """Information: cgtool's GPU speedup against the reference loop (and triton's do_bench) run in another process."""
+    """cgtool's GPU speedup (mean of three runs) within ±10% of the reference loop's, run in another process
+    (earlier GPU runs: -0.3%, -0.4%, -3.2%; the bar is wider than the same-process one below because the two
+    processes meet the shared CPU's slow spells at different times). triton's do_bench is shown, not judged: it
+    flushes L2 for eager only."""
     ours = sum(d["results"][0]["speedup_gpu"]["point"] for d, _ in five_runs[:3]) / 3
     ref = reference_run("reference")
-    measured(f"cgtool {ours:.3f} vs loop {ref['loop_speedup']:.3f} ({ours / ref['loop_speedup'] - 1:+.1%})",
+    dev = ours / ref["loop_speedup"] - 1
+    measured(f"cgtool {ours:.3f} vs loop {ref['loop_speedup']:.3f} ({dev:+.1%})",
              **{k: round(v, 3) for k, v in ref.items() if isinstance(v, float)})
+    assert abs(dev) <= 0.10, f"cgtool {ours:.3f}x vs the reference loop {ref['loop_speedup']:.3f}x"
 
 
 def test_bench_accuracy_against_an_independent_loop_in_one_process(measured):

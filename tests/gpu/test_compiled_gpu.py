@@ -93,8 +93,13 @@ def test_reduce_overhead_shows_torch_compiles_own_graphs(compiled_runs):
 
 
 def test_observing_cost(compiled_runs, measured):
-    """Information: what observing adds to a reduce-overhead step's steady iteration time (from the reports)."""
-    costs = sorted(c for d in compiled_runs[0].values() if d for c in [(d.get("compiled") or {}).get("observe_cost")] if c)
-    if not costs:
-        pytest.skip("no sample measured the cost")
-    measured(f"median x{costs[len(costs) // 2]:.3f} over {len(costs)} samples", min=costs[0], max=costs[-1])
+    """What observing adds to a compiled step's steady iteration time (`observe_cost`, from the reports): measured
+    on the samples that were timed, a ratio of two positive times, and at most 15% in the median (an earlier GPU
+    run: median ×1.004 over 10 samples, min 0.881, max 1.319, three captures running side by side)."""
+    costs = sorted(c for d in compiled_runs[0].values() if d for c in [(d.get("compiled") or {}).get("observe_cost")]
+                   if c is not None)
+    timed = [n for n, d in compiled_runs[0].items() if d and (d.get("compiled") or {}).get("timings_us")]
+    assert costs, f"no sample measured the cost of observing; timed: {timed}"
+    median = costs[len(costs) // 2]
+    measured(f"median x{median:.3f} over {len(costs)} samples", min=costs[0], max=costs[-1])
+    assert costs[0] > 0 and median <= 1.15, costs

@@ -243,9 +243,9 @@ def test_a_cpu_false_alarm_at_a_line_the_capture_got_past_is_refuted(cgtool):
     s = json.loads(r.stdout)["scripts"][0]
     got = {(f["rule"], f["line"]): f for f in s["findings"]}
     save_artifact("issue20-refuted.txt", "\n".join(f"{f['rule']}@{f['line']} {f['severity']} {f['evidence']}: "
-                                                   f"{f['message']}" for f in s["findings"]))
+                                                   f"{f['message']} [{f['reason']}]" for f in s["findings"]))
     assert s["device"] == "cuda"
     assert got[("CG104", 28)]["evidence"] == "confirmed", got
     f = got.get(("CG101", 27))
     assert f is not None and f["evidence"] == "refuted" and f["severity"] == "info", got
-    assert "ran this line without failing" in f["message"]
+    assert "ran this line without failing" in f["reason"] and "ran this line" not in f["message"]

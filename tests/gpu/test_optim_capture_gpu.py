@@ -122,7 +122,7 @@ def combos() -> list[tuple[str, str]]:
         caps = [False, True] if "capturable" in accepts else [None]
         cases = []
         for cap in caps:
-            for impl_label, impl in impls:
+            for _impl_label, impl in impls:
                 for tensor_lr in (False, True):
                     flags = dict(impl)
                     if cap is not None:
@@ -174,7 +174,7 @@ def test_every_optimizer_and_flag_combination(measured):
     folder = tempfile.mkdtemp(prefix="cgtool-optim-")
     cases = combos()
     paths = []
-    for k, (label, text) in enumerate(cases):
+    for k, (_label, text) in enumerate(cases):
         path = os.path.join(folder, f"optim_{k:03d}.py")
         with open(path, "w") as f:
             f.write(text)

@@ -17,6 +17,9 @@ pytestmark = pytest.mark.gpu
 HAZARD_SAMPLES = [os.path.relpath(p, ROOT) for p in sorted(glob.glob(os.path.join(ROOT, "samples", "hazards", "*.py")))
                   if not os.path.basename(p).startswith("clean_")]
 LIBRARY_HAZARDS = [os.path.relpath(p, ROOT) for p in sorted(glob.glob(os.path.join(ROOT, "tests", "realworld", "hazards", "*.py")))]
+# Hazards whose pieced step replays differently from eager for the hazard's own reason, which the verdict must call
+# unsafe: a generator the graph does not know is not advanced by replay (GPU runs: replay max abs error 0.28).
+UNSAFE_IN_PIECES = {"custom_generator.py"}
 
 
 def piecewise(path: str, cgtool, work: str, measured) -> None:
@@ -30,9 +33,16 @@ def piecewise(path: str, cgtool, work: str, measured) -> None:
     rules = ",".join(sorted({rule for _, rule in markers(os.path.join(ROOT, path))}))
     whole = d.get("status")
     measured(f"whole step {whole} [expect {rules or '-'}]; {detail}; {verdict}")
+    status = (d.get("piecewise") or {}).get("status")
     if whole == "captured":
-        return  # piecewise is shown, not needed: its replay differs where the whole step's did, for the same reason
-    assert ok is not False, detail
+        # piecewise is shown, not judged (its replay differs where the whole step's did, for the same reason), but it
+        # must have run: pieces measured, or torch's refusal named
+        assert status in ("measured", "not-possible"), f"whole step captured; piecewise {status}: {detail}"
+        return
+    if ok is None:  # the pieced replay differs and the verdict says unsafe
+        assert os.path.basename(path) in UNSAFE_IN_PIECES, f"pieced replay differs (not expected here): {detail}"
+        return
+    assert ok, detail
 
 
 @pytest.mark.parametrize("path", HAZARD_SAMPLES, ids=os.path.basename)

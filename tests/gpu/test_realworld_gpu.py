@@ -171,7 +171,7 @@ def test_library_hazard_found_at_the_user_line(path, truth, corpus_run, measured
 
 
 def test_lint_cost_on_the_largest_model(truth, cgtool, measured):
-    """Information: `cgtool lint` (GPU) wall time on the clean model with the longest eager step."""
+    """`cgtool lint` (GPU) on the clean model with the longest eager step: clean (exit 0), its wall time recorded."""
     timed = [(d.get("eager_ms") or 0, name) for name, d in truth.items()
              if f"{os.sep}clean{os.sep}" in d.get("script", "") and d.get("eager_ms")]
     if not timed:
@@ -183,4 +183,4 @@ def test_lint_cost_on_the_largest_model(truth, cgtool, measured):
     wall = time.perf_counter() - t0
     measured(f"lint {name}: {wall:.1f} s vs one eager step {eager_ms:.2f} ms", lint_s=round(wall, 1),
              ratio=round(wall * 1e3 / eager_ms))
-    assert r.returncode in (0, 1)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-2000:]

@@ -1,0 +1,166 @@
+"""The K-step comparator (capture/compare_runs.py) and the counter guard (capture/counters.py) on the CPU: torch.cuda's
+RNG, stream and synchronize calls stood in by their CPU equivalents, so the comparison itself runs for real."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+
+import pytest
+import torch
+
+from cgtool.capture.compare_runs import InputsRefused, compare_steps, inputs_label
+from cgtool.capture.counters import find_counters
+from cgtool.model.graph_memory import GraphMemory
+from cgtool.model.report import ReplayCheck
+from cgtool.render.units import fmt_graph_memory
+from cgtool.script.contract import Args
+
+
+class _Stream:
+    def wait_stream(self, other: object) -> None:
+        pass
+
+
+@pytest.fixture
+def cpu_cuda(monkeypatch: pytest.MonkeyPatch) -> _Stream:
+    monkeypatch.setattr(torch.cuda, "get_rng_state", torch.get_rng_state)
+    monkeypatch.setattr(torch.cuda, "set_rng_state", torch.set_rng_state)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: _Stream())
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda *a: (10**10, 10**10))
+    return _Stream()
+
+
+class Counter:
+    """A decode-like state: a weight, a device position counter, a Python call counter."""
+
+    def __init__(self) -> None:
+        self.w = torch.ones(3)
+        self.pos = torch.zeros((), dtype=torch.long)
+        self.calls = 0
+
+    def step(self, x: torch.Tensor, wrong_at: int | None = None) -> torch.Tensor:
+        self.w.mul_(1.2 if wrong_at is not None and int(self.pos) == wrong_at else 1.1)
+        self.pos.add_(1)
+        self.calls += 1
+        return self.w * x + torch.rand(3)  # RNG too: restored before each run
+
+
+def _inputs(k: int) -> list[Args]:
+    return [Args((), {"x": torch.full((3,), float(i))}) for i in range(k)]
+
+
+def test_every_step_matches_and_the_state_is_left_as_found(cpu_cuda: _Stream) -> None:
+    c = Counter()
+    state = Args((), {"c": c})
+    r = compare_steps(state, lambda a: c.step(**a.kwargs), lambda a: c.step(**a.kwargs), _inputs(6), cpu_cuda, "x")
+    assert (r.status, r.steps, r.first_differing_step) == ("match", 6, None)
+    assert r.counters == ("state[1]['c'].pos",)
+    assert int(c.pos) == 0 and c.calls == 0 and float(c.w[0]) == 1.0  # put back after the check
+
+
+def test_the_first_differing_step_is_named_with_its_tensors(cpu_cuda: _Stream) -> None:
+    c = Counter()
+    state = Args((), {"c": c})
+    r = compare_steps(state, lambda a: c.step(**a.kwargs), lambda a: c.step(**a.kwargs, wrong_at=2), _inputs(6),
+                      cpu_cuda, "x")
+    assert (r.status, r.first_differing_step, r.steps) == ("mismatch", 3, 6)
+    assert {d.name for d in r.tensors if not d.ok} == {"output", "state[1]['c'].w"}
+    assert r.note.startswith("step 3 of 6 differs")
+    again = ReplayCheck.from_json(json.loads(json.dumps(r.to_json())))
+    assert again == r
+
+
+def test_inputs_the_other_way_refuses_are_a_mismatch_at_that_step(cpu_cuda: _Stream) -> None:
+    c = Counter()
+
+    def other(a: Args) -> torch.Tensor:
+        if float(a.kwargs["x"][0]) == 4:
+            raise InputsRefused("shape (2,) differs from the captured (3,)")
+        return c.step(**a.kwargs)
+
+    r = compare_steps(Args((), {"c": c}), lambda a: c.step(**a.kwargs), other, _inputs(6), cpu_cuda, "x")
+    assert (r.status, r.first_differing_step) == ("mismatch", 5)
+    assert "shape (2,)" in r.note
+
+
+def test_eager_noise_from_the_second_step_is_what_eager_varies_by(cpu_cuda: _Stream) -> None:
+    """Two eager runs that differ by a compounded amount from step 2 on (rounding at step 1): replay within 4x that
+    matches; replay differing by more than 4x does not."""
+    w = torch.ones(4)
+    runs = {"n": 0}
+
+    def eager(a: Args) -> torch.Tensor:
+        jitter = 1e-7 * (runs["n"] % 2)  # the second eager run rounds differently
+        w.mul_(1.5).add_(jitter + 10 * jitter * float(a.kwargs["x"][0]))
+        return w.clone()
+
+    def counted(fn):  # noqa: ANN001, ANN202
+        def run(a: Args) -> torch.Tensor:
+            if float(a.kwargs["x"][0]) == 0:
+                runs["n"] += 1
+            return fn(a)
+        return run
+
+    def replay_off(scale: float):  # noqa: ANN202
+        def run(a: Args) -> torch.Tensor:
+            w.mul_(1.5).add_(scale * 1e-6 * float(a.kwargs["x"][0]))
+            return w.clone()
+        return run
+
+    state = Args((), {"w": w})
+    ok = compare_steps(state, counted(eager), replay_off(1.0), _inputs(4), cpu_cuda, "x")
+    bad = compare_steps(state, counted(eager), replay_off(1e4), _inputs(4), cpu_cuda, "x")
+    assert ok.status == "match", ok
+    assert bad.status == "mismatch" and bad.first_differing_step == 2
+
+
+def test_counter_guard_finds_the_counter_and_puts_it_back(cpu_cuda: _Stream) -> None:
+    c = Counter()
+    state = Args((), {"c": c})
+    guard = find_counters(state, lambda: c.step(torch.ones(3)), cpu_cuda, 6)
+    assert guard is not None and guard.names == ("state[1]['c'].pos",) and guard.max_calls == 6
+    assert int(c.pos) == 0 and c.calls == 0  # the probe's call is undone for counters and Python attributes
+    for _ in range(5):
+        c.step(torch.ones(3))
+    guard.reset()
+    assert int(c.pos) == 0 and c.calls == 0
+    assert "at most 6 calls" in guard.message()
+    assert find_counters(Args((), {"w": torch.ones(2)}), lambda: None, cpu_cuda, 3) is None
+
+
+def test_inputs_label_says_how_many_steps() -> None:
+    class WithInputs:
+        inputs = staticmethod(lambda i, d: {})
+
+    assert inputs_label(WithInputs(), 4, 6) == "inputs(4)..inputs(9), fresh: 6 consecutive step(s) from identical state"
+    assert "no inputs()" in inputs_label(object(), 4, 1)
+
+
+def test_recipe_pool_in_the_report_and_the_console() -> None:
+    mem = GraphMemory(2 * 2**20, 4096, 8, 4096, 138240, 34 * 2**20)
+    assert mem.recipe_extra == 32 * 2**20
+    assert GraphMemory.from_json(json.loads(json.dumps(mem.to_json()))) == mem
+    text = fmt_graph_memory(mem)
+    assert "holds 34.0 MiB (+32.0 MiB: cuBLAS makes a workspace" in text
+    assert "recipe" not in fmt_graph_memory(GraphMemory(2 * 2**20, 0))
+
+
+def test_a_chaotic_step_is_judged_by_its_divergence_as_a_whole() -> None:
+    from cgtool.capture.compare_runs import within_divergence
+    from cgtool.model.report import TensorDiff
+
+    def d(name: str, err: float, noise: float, ok: bool) -> TensorDiff:
+        return TensorDiff(name, (3,), "torch.float32", err, 1.0, ok, noise)
+
+    # one tensor 5x its own noise, the run as a whole within 4x eager's own divergence: passes
+    mixed = [d("a", 5e-3, 1e-3, False), d("b", 1e-2, 1e-2, True), d("c", 2e-2, 2e-2, True)]
+    assert all(x.ok for x in within_divergence(mixed))
+    # the run as a whole far beyond eager's own divergence: stays a mismatch
+    far = [d("a", 1.0, 1e-3, False), d("b", 1e-2, 1e-2, True)]
+    assert not within_divergence(far)[0].ok
+    # a tensor eager repeated exactly (no noise) that differs: never excused
+    exact = [d("a", 1e-3, 0.0, False), d("b", 1e-2, 1e-2, True)]
+    assert not within_divergence(exact)[0].ok
