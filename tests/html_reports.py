@@ -41,8 +41,8 @@ def gpu_report(name: str = "hf_gpt2_train") -> Report:
     profile.eager = eager_lines(profile, graph, [tuple(k) for k in outer["kernels"]], outer["cpu_us"])
     env = {"gpu": fx["gpu"], "capability": "9.0", "torch": fx["torch"], "python": "3.12"}  # H200: sm 9.0
     return Report(script=fx["script"], entry="step", status=CAPTURED, device="cuda", environment=env, graph=graph,
-                  node_lines=profile, settings={"warmup": 3, "recorded_by": "tests/gpu/record_nodes.py"},
-                  skipped=["eager-versus-replay timing: not in the recorded fixture (tests/data/nodes)"],
+                  node_lines=profile, settings={"warmup": 3, "recorded_by": "tests/gpu/record_nodes.py",
+                                                "timing": "not in the recorded fixture (tests/data/nodes)"},
                   cgtool_version="0.1.0")
 
 

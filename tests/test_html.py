@@ -16,6 +16,7 @@ from cgtool.model.finding import Finding
 from cgtool.model.frame import Frame
 from cgtool.model.node_profile import NodeProfile, NodeSource
 from cgtool.model.report import CAPTURED, ErrorRecord, Report
+from cgtool.model.report_parts import OUTPUT_FILE, Skip
 from cgtool.render import html_graph
 from cgtool.render.html import document_kind, render_document_html, render_report_html
 
@@ -44,7 +45,7 @@ def hostile_report() -> Report:
     finding = Finding("CG101", "sync", "error", EVIL, frame.file, 3, frame.source, EVIL, EVIL, library=EVIL)
     return Report(script=frame.file, entry=EVIL, status=CAPTURED, device="cuda", graph=graph, node_lines=profile,
                   findings=[finding], errors=[ErrorRecord("capture", "RuntimeError", EVIL, (frame,))],
-                  skipped=[EVIL], outputs={EVIL: EVIL}, settings={EVIL: EVIL})
+                  skipped=[Skip(OUTPUT_FILE, EVIL)], outputs={EVIL: EVIL}, settings={EVIL: EVIL})
 
 
 @pytest.mark.parametrize("with_dot", [True, False])
@@ -57,6 +58,7 @@ def test_hostile_strings_stay_text(monkeypatch, with_dot) -> None:
     parsed = Tags(page)
     assert parsed.tags.count("script") == 1 and "img" not in parsed.tags and parsed.handlers == []
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert "Skip(" not in page  # a skipped record is said in words
     assert ("class=\"graph-box\"" in page) == with_dot
     if not with_dot:
         assert "not on PATH" in page and "<details open><summary>node table" in page
@@ -155,3 +157,12 @@ def test_bench_html_with_partial_capture_is_a_usage_error(tmp_path, capsys) -> N
     with pytest.raises(SystemExit) as done:
         main(["bench", "samples/mlp_inference.py", "--piecewise", "--html", str(tmp_path / "b.html")])
     assert done.value.code == 2 and "--html" in capsys.readouterr().err
+
+
+def test_a_cpu_run_says_what_did_not_run_in_words() -> None:
+    report = Report.from_json(json.loads(Path("tests/data/report_cpu.json").read_text()))  # an older report: text
+    report.skipped.append(Skip(OUTPUT_FILE, "graph.svg: the disk is full"))
+    page = render_report_html(report)
+    items = [x for x in page.split("<li>")[1:]]
+    assert any(x.startswith("graph.svg: the disk is full</li>") for x in items) and "Skip(" not in page
+    assert not any(x.startswith("capture, graph, replay check and timing need a CUDA device") for x in items)
