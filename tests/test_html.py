@@ -166,3 +166,13 @@ def test_a_cpu_run_says_what_did_not_run_in_words() -> None:
     items = [x for x in page.split("<li>")[1:]]
     assert any(x.startswith("graph.svg: the disk is full</li>") for x in items) and "Skip(" not in page
     assert not any(x.startswith("capture, graph, replay check and timing need a CUDA device") for x in items)
+
+
+def test_the_styles_stay_inside_the_report() -> None:
+    """A page shown inside another (a notebook's output) must not restyle its host: every rule is under .cgtool."""
+    import re
+
+    from cgtool.render.html_page import CSS
+
+    selectors = [sel.strip() for rule in re.findall(r"([^{}]+)\{[^{}]*\}", CSS) for sel in rule.split(",")]
+    assert selectors and all(sel.startswith(".cgtool") for sel in selectors), [s for s in selectors if not s.startswith(".cgtool")]

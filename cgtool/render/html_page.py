@@ -1,4 +1,5 @@
 """The frame every HTML report shares: escaping, the stylesheet, the pan-and-zoom script, sections, tabs, tables.
+The styles apply inside `.cgtool` only, so a page shown inside another (a notebook's output) leaves the host as it is.
 
 A page is one self-contained file: styles and script are inlined, and a Content-Security-Policy forbids every
 fetch, so the page never reaches the network when it is opened. Everything user-derived goes through `esc`.
@@ -14,72 +15,80 @@ CSP = ("default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline
        "form-action 'none'; base-uri 'none'")
 
 CSS = """
-:root{--fg:#212529;--muted:#6c757d;--line:#dee2e6;--bg:#f8f9fa;--err:#c92a2a;--warn:#b35c00;--info:#1864ab;
+.cgtool{--fg:#212529;--muted:#6c757d;--line:#dee2e6;--bg:#f8f9fa;--err:#c92a2a;--warn:#b35c00;--info:#1864ab;
 --ok:#2b8a3e;--code:#f1f3f5;--accent:#1c7ed6}
-*{box-sizing:border-box}
-body{font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:var(--fg);margin:0;background:#fff}
-header.top{background:#212529;color:#f8f9fa;padding:14px 24px}
-header.top h1{font-size:18px;margin:0 0 4px 0;font-weight:600;word-break:break-all}
-header.top .env{color:#adb5bd;font-size:12px}
-main{padding:12px 24px 40px;max-width:1500px}
-.verdict{margin:12px 0;padding:10px 14px;border-radius:6px;font-weight:600;border-left:6px solid}
-.verdict.ok{background:#ebfbee;border-color:var(--ok);color:#1b5e20}
-.verdict.bad{background:#fff5f5;border-color:var(--err);color:#8b1a1a}
-.verdict.cpu{background:#fff9db;border-color:#f59f00;color:#6b4a00}
-.cards{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0}
-.card{border:1px solid var(--line);border-radius:6px;padding:8px 12px;min-width:150px;background:var(--bg)}
-.card b{display:block;font-size:18px}
-.card span{color:var(--muted);font-size:12px}
-details.sec{border:1px solid var(--line);border-radius:6px;margin:12px 0;background:#fff}
-details.sec>summary{cursor:pointer;padding:8px 12px;background:var(--bg);border-radius:6px;font-weight:600;font-size:15px}
-details.sec>.body{padding:8px 14px 12px}
-.count{color:var(--muted);font-weight:400;font-size:13px;margin-left:6px}
-table.t{border-collapse:collapse;margin:6px 0;font-size:13px}
-table.t th,table.t td{border-bottom:1px solid var(--line);padding:3px 10px 3px 0;text-align:left;vertical-align:top}
-table.t td.n,table.t th.n{text-align:right;font-variant-numeric:tabular-nums}
-table.t th{color:var(--muted);font-weight:600}
-code,pre{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-pre{background:var(--code);padding:6px 10px;border-radius:4px;overflow-x:auto;margin:4px 0;white-space:pre-wrap}
-.finding{border-left:4px solid var(--line);padding:6px 10px;margin:8px 0;background:#fff}
-.finding.error{border-color:var(--err)}.finding.warning{border-color:#f59f00}.finding.info{border-color:#4dabf7}
-.finding .msg{margin:2px 0}
-.finding .fix{color:#0b7285}
-.finding .lib{color:var(--muted);font-size:12px}
-.sev{display:inline-block;padding:0 6px;border-radius:3px;font-size:12px;font-weight:700;color:#fff}
-.sev.error{background:var(--err)}.sev.warning{background:#e67700}.sev.info{background:#1c7ed6}
-.ev{display:inline-block;padding:0 6px;border-radius:3px;font-size:12px;border:1px solid}
-.ev.confirmed{color:var(--err);border-color:var(--err)}.ev.refuted{color:var(--ok);border-color:var(--ok)}
-.ev.untested,.ev.not-reached{color:var(--muted);border-color:var(--line)}
-.rule{font-weight:700}.cat{color:var(--muted)}
-.muted{color:var(--muted)}.warnline{color:var(--warn)}
-a{color:var(--accent)}
-.src{border-collapse:collapse;width:100%;font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
-.src td{padding:0 6px;white-space:pre;vertical-align:top}
-.src td.mk,.src td.tm{padding:0 2px}
-.src td.ln{color:var(--muted);text-align:right;user-select:none;width:1%}
-.src td.tm{color:#a61e4d;text-align:right;width:1%;font-size:11.5px}
-.src td.mk{width:1%}
-.src tr.hit{background:#fff5f5}.src tr.timed{background:#fff4e6}
-.src tr:target{background:#ffe066!important;outline:2px solid #f59f00}
-.src td.code{white-space:pre-wrap;word-break:break-all}
-.file{margin:10px 0 2px;font-weight:600;word-break:break-all}
-.gap td{color:var(--muted)}
-.graph-box{border:1px solid var(--line);border-radius:6px;overflow:auto;max-height:80vh;background:#fff;position:relative}
-.graph-box.js{height:72vh;overflow:hidden;cursor:grab}
-.graph-box.js svg{width:100%;height:100%}
-.graph-tools{margin:4px 0}
-.graph-tools button{font-size:12px;margin-right:4px}
-.heat{display:inline-flex;vertical-align:middle;margin:0 6px}
-.heat i{display:inline-block;width:18px;height:12px;border:1px solid #ced4da}
-.tabs>nav{display:flex;flex-wrap:wrap;gap:4px;border-bottom:2px solid var(--line);margin-top:12px}
-.tabs>nav a{padding:6px 14px;border:1px solid var(--line);border-bottom:none;border-radius:6px 6px 0 0;
+.cgtool,.cgtool *{box-sizing:border-box}
+.cgtool{font:14px/1.45 -apple-system,"Segoe UI",Helvetica,Arial,sans-serif;color:var(--fg);background:#fff}
+.cgtool header.top{background:#212529;color:#f8f9fa;padding:14px 24px}
+.cgtool header.top h1{font-size:18px;margin:0 0 4px 0;font-weight:600;word-break:break-all}
+.cgtool header.top .env{color:#adb5bd;font-size:12px}
+.cgtool main{padding:12px 24px 40px;max-width:1500px}
+.cgtool .verdict{margin:12px 0;padding:10px 14px;border-radius:6px;font-weight:600;border-left:6px solid}
+.cgtool .verdict.ok{background:#ebfbee;border-color:var(--ok);color:#1b5e20}
+.cgtool .verdict.bad{background:#fff5f5;border-color:var(--err);color:#8b1a1a}
+.cgtool .verdict.cpu{background:#fff9db;border-color:#f59f00;color:#6b4a00}
+.cgtool .cards{display:flex;flex-wrap:wrap;gap:10px;margin:10px 0}
+.cgtool .card{border:1px solid var(--line);border-radius:6px;padding:8px 12px;min-width:150px;background:var(--bg)}
+.cgtool .card b{display:block;font-size:18px}
+.cgtool .card span{color:var(--muted);font-size:12px}
+.cgtool details.sec{border:1px solid var(--line);border-radius:6px;margin:12px 0;background:#fff}
+.cgtool details.sec>summary{cursor:pointer;padding:8px 12px;background:var(--bg);border-radius:6px;font-weight:600;font-size:15px}
+.cgtool details.sec>.body{padding:8px 14px 12px}
+.cgtool .count{color:var(--muted);font-weight:400;font-size:13px;margin-left:6px}
+.cgtool table.t{border-collapse:collapse;margin:6px 0;font-size:13px}
+.cgtool table.t th,.cgtool table.t td{border-bottom:1px solid var(--line);padding:3px 10px 3px 0;text-align:left;vertical-align:top}
+.cgtool table.t td.n,.cgtool table.t th.n{text-align:right;font-variant-numeric:tabular-nums}
+.cgtool table.t th{color:var(--muted);font-weight:600}
+.cgtool code,.cgtool pre{font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.cgtool pre{background:var(--code);padding:6px 10px;border-radius:4px;overflow-x:auto;margin:4px 0;white-space:pre-wrap}
+.cgtool .finding{border-left:4px solid var(--line);padding:6px 10px;margin:8px 0;background:#fff}
+.cgtool .finding.error{border-color:var(--err)}
+.cgtool .finding.warning{border-color:#f59f00}
+.cgtool .finding.info{border-color:#4dabf7}
+.cgtool .finding .msg{margin:2px 0}
+.cgtool .finding .fix{color:#0b7285}
+.cgtool .finding .lib{color:var(--muted);font-size:12px}
+.cgtool .sev{display:inline-block;padding:0 6px;border-radius:3px;font-size:12px;font-weight:700;color:#fff}
+.cgtool .sev.error{background:var(--err)}
+.cgtool .sev.warning{background:#e67700}
+.cgtool .sev.info{background:#1c7ed6}
+.cgtool .ev{display:inline-block;padding:0 6px;border-radius:3px;font-size:12px;border:1px solid}
+.cgtool .ev.confirmed{color:var(--err);border-color:var(--err)}
+.cgtool .ev.refuted{color:var(--ok);border-color:var(--ok)}
+.cgtool .ev.untested,.cgtool .ev.not-reached{color:var(--muted);border-color:var(--line)}
+.cgtool .rule{font-weight:700}
+.cgtool .cat{color:var(--muted)}
+.cgtool .muted{color:var(--muted)}
+.cgtool .warnline{color:var(--warn)}
+.cgtool a{color:var(--accent)}
+.cgtool .src{border-collapse:collapse;width:100%;font:12.5px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.cgtool .src td{padding:0 6px;white-space:pre;vertical-align:top}
+.cgtool .src td.mk,.cgtool .src td.tm{padding:0 2px}
+.cgtool .src td.ln{color:var(--muted);text-align:right;user-select:none;width:1%}
+.cgtool .src td.tm{color:#a61e4d;text-align:right;width:1%;font-size:11.5px}
+.cgtool .src td.mk{width:1%}
+.cgtool .src tr.hit{background:#fff5f5}
+.cgtool .src tr.timed{background:#fff4e6}
+.cgtool .src tr:target{background:#ffe066!important;outline:2px solid #f59f00}
+.cgtool .src td.code{white-space:pre-wrap;word-break:break-all}
+.cgtool .file{margin:10px 0 2px;font-weight:600;word-break:break-all}
+.cgtool .gap td{color:var(--muted)}
+.cgtool .graph-box{border:1px solid var(--line);border-radius:6px;overflow:auto;max-height:80vh;background:#fff;position:relative}
+.cgtool .graph-box.js{height:72vh;overflow:hidden;cursor:grab}
+.cgtool .graph-box.js svg{width:100%;height:100%}
+.cgtool .graph-tools{margin:4px 0}
+.cgtool .graph-tools button{font-size:12px;margin-right:4px}
+.cgtool .heat{display:inline-flex;vertical-align:middle;margin:0 6px}
+.cgtool .heat i{display:inline-block;width:18px;height:12px;border:1px solid #ced4da}
+.cgtool .tabs>nav{display:flex;flex-wrap:wrap;gap:4px;border-bottom:2px solid var(--line);margin-top:12px}
+.cgtool .tabs>nav a{padding:6px 14px;border:1px solid var(--line);border-bottom:none;border-radius:6px 6px 0 0;
 text-decoration:none;background:var(--bg);color:var(--fg)}
-.tabs>nav a.on{background:#fff;font-weight:700;border-color:var(--accent)}
-.tabs>.panel{display:none;padding-top:4px}
-.tabs>.panel:target,.tabs>.panel:has(:target){display:block}
-.tabs:not(:has(:target))>.panel:first-of-type{display:block}
-.bar{display:inline-block;height:10px;background:#fa5252;vertical-align:middle;border-radius:2px}
-svg.chart text{font:11px Helvetica,Arial,sans-serif;fill:#343a40}
+.cgtool .tabs>nav a.on{background:#fff;font-weight:700;border-color:var(--accent)}
+.cgtool .tabs>.panel{display:none;padding-top:4px}
+.cgtool .tabs>.panel:target,.cgtool .tabs>.panel:has(:target){display:block}
+.cgtool .tabs:not(:has(:target))>.panel:first-of-type{display:block}
+.cgtool .bar{display:inline-block;height:10px;background:#fa5252;vertical-align:middle;border-radius:2px}
+.cgtool svg.chart text{font:11px Helvetica,Arial,sans-serif;fill:#343a40}
 """
 
 # Pan (drag) and zoom (wheel, buttons) of a graph's SVG by its viewBox. Without JavaScript the box scrolls.
@@ -122,8 +131,9 @@ def page(title: str, header: str, body: str) -> str:
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{esc(title)}</title><style>{CSS}</style></head>\n<body>"
-            f'<header class="top">{header}</header>\n<main>{body}</main>\n<script>{JS}</script></body></html>\n')
+            f"<title>{esc(title)}</title><style>{CSS}</style></head>\n<body style=\"margin:0\">"
+            f'<div class="cgtool"><header class="top">{header}</header>\n<main>{body}</main></div>\n'
+            f"<script>{JS}</script></body></html>\n")
 
 
 def top_header(title: str, subtitle: str = "") -> str:
