@@ -172,11 +172,10 @@ def advancing_counters(pairs: list[tuple[str, Any]], start: list[Any], after: li
         return ()
     import torch
 
-    found = []
-    for (name, t), a, b in zip(pairs, start, after):
-        if not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool) and not torch.equal(a, b):
-            found.append(name)
-    return tuple(found)
+    from cgtool.capture.counters import is_counter_kind
+
+    return tuple(name for (name, t), a, b in zip(pairs, start, after) if is_counter_kind(name, t)
+                 and not torch.equal(a, b))
 
 
 def step_inputs(script: Any, first: int, steps: int, device: Any, size: int | None = None) -> list[Any]:
