@@ -49,12 +49,18 @@ class _Step:
 
 
 def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any], Any], inputs: list[Any],
-                  stream: Any, label: str, what: str = "replay") -> ReplayCheck:
+                  stream: Any, label: str, what: str = "replay", pairs: list[tuple[str, Any]] | None = None,
+                  clone_eager: Callable[[Any], list[tuple[str, Any]]] = clone_tree,
+                  clone_other: Callable[[Any], list[tuple[str, Any]]] = clone_tree,
+                  skip: Callable[[], set[str]] | None = None) -> ReplayCheck:
     """Run `eager(inputs[k])` for every k, from the starting state, twice; then `other(inputs[k])` from the same
-    state; compare outputs and state after every step. All runs on `stream`."""
+    state; compare outputs and state after every step. All runs on `stream`. `pairs`: the state tensors (default
+    every tensor reachable from `state`; a rank's local shards, say); `clone_eager`/`clone_other`: a step's output
+    as named clones; `skip()`, asked after the first eager run: state names not to compare (gradients the step
+    replaced)."""
     import torch
 
-    pairs = state_tensors((state.args, state.kwargs))
+    pairs = state_tensors((state.args, state.kwargs)) if pairs is None else pairs
     start = snapshot(pairs)
     attributes = save_attributes((state.args, state.kwargs))
     rng = torch.cuda.get_rng_state()
@@ -67,9 +73,10 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
 
     reference: list[_Step] = []
     for k, inp in enumerate(inputs):
-        out = clone_tree(_on(stream, lambda inp=inp: eager(inp), "replay-check"))
+        out = clone_eager(_on(stream, lambda inp=inp: eager(inp), "replay-check"))
         last = k == len(inputs) - 1
         reference.append(_Step(out, snapshot(pairs) if keep_every or last or k == 0 else None))
+    skipped = skip() if skip is not None else set()
     counters = advancing_counters(pairs, start, reference[0].state)
     if not keep_every and len(reference) > 1:
         reference[0].state = None
@@ -77,7 +84,7 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
     slack: list[tuple[dict[str, float], dict[str, float], list[float] | None, list[float] | None]] = []
     before = start
     for k, inp in enumerate(inputs):
-        again = dict(clone_tree(_on(stream, lambda inp=inp: eager(inp), "replay-check")))
+        again = dict(clone_eager(_on(stream, lambda inp=inp: eager(inp), "replay-check")))
         ref = reference[k]
         noise = {n: max_abs_diff(t, again[n]) for n, t in ref.outputs if n in again}
         # the first step's noise must be rounding (small against the values or the update); from the second step
@@ -97,7 +104,8 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
         slack.append((noise, out_slack, state_noise, state_slack))
     from_start()
     try:
-        result = _other_steps(pairs, reference, slack, other, inputs, stream, label, what, counters)
+        result = _other_steps(pairs, reference, slack, other, inputs, stream, label, what, counters, clone_other,
+                              skipped)
     except BaseException:
         _quietly(from_start)  # a step that raised: its error matters, not a failed restore after it
         raise
@@ -106,7 +114,8 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
 
 
 def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: list[Any], other: Callable[[Any], Any],
-                 inputs: list[Any], stream: Any, label: str, what: str, counters: tuple[str, ...]) -> ReplayCheck:
+                 inputs: list[Any], stream: Any, label: str, what: str, counters: tuple[str, ...],
+                 clone: Callable[[Any], list[tuple[str, Any]]], skipped: set[str]) -> ReplayCheck:
     """The other way's steps, each compared with eager's as it comes; the first that differs ends the run."""
     worst: dict[str, TensorDiff] = {}
     first_bad: list[TensorDiff] | None = None
@@ -114,7 +123,7 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
     note = ""
     for k, inp in enumerate(inputs):
         try:
-            got = dict(clone_tree(_on(stream, lambda inp=inp: other(inp), "replay-check")))
+            got = dict(clone(_on(stream, lambda inp=inp: other(inp), "replay-check")))
         except InputsRefused as refused:
             return ReplayCheck("mismatch", label, (), f"{what} cannot take the inputs of step {k + 1}: {refused}",
                                steps=len(inputs), first_differing_step=k + 1, counters=counters)
@@ -122,7 +131,7 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
         diffs = [compare(n, e, got[n], noise.get(n, 0.0), out_slack.get(n, 0.0)) for n, e in ref.outputs if n in got]
         if ref.state is not None and state_noise is not None and state_slack is not None:
             diffs += [compare(n, e, t.detach(), sn, sl)
-                      for (n, t), e, sn, sl in zip(pairs, ref.state, state_noise, state_slack)]
+                      for (n, t), e, sn, sl in zip(pairs, ref.state, state_noise, state_slack) if n not in skipped]
         if k > 0:
             diffs = within_divergence(diffs)
         if len(got) != len(ref.outputs):
