@@ -97,14 +97,14 @@ def test_eager_noise_from_the_second_step_is_what_eager_varies_by(cpu_cuda: _Str
         w.mul_(1.5).add_(jitter + 10 * jitter * float(a.kwargs["x"][0]))
         return w.clone()
 
-    def counted(fn):  # noqa: ANN001, ANN202
+    def counted(fn):
         def run(a: Args) -> torch.Tensor:
             if float(a.kwargs["x"][0]) == 0:
                 runs["n"] += 1
             return fn(a)
         return run
 
-    def replay_off(scale: float):  # noqa: ANN202
+    def replay_off(scale: float):
         def run(a: Args) -> torch.Tensor:
             w.mul_(1.5).add_(scale * 1e-6 * float(a.kwargs["x"][0]))
             return w.clone()

@@ -11,6 +11,7 @@ with its tensors."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Callable
 
 from cgtool.capture.host_state import restore_attributes, save_attributes
@@ -73,7 +74,7 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
 
     reference: list[_Step] = []
     for k, inp in enumerate(inputs):
-        out = clone_eager(_on(stream, lambda inp=inp: eager(inp), "replay-check"))
+        out = clone_eager(_on(stream, partial(eager, inp), "replay-check"))
         last = k == len(inputs) - 1
         reference.append(_Step(out, snapshot(pairs) if keep_every or last or k == 0 else None))
     skipped = skip() if skip is not None else set()
@@ -84,7 +85,7 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
     slack: list[tuple[dict[str, float], dict[str, float], list[float] | None, list[float] | None]] = []
     before = start
     for k, inp in enumerate(inputs):
-        again = dict(clone_eager(_on(stream, lambda inp=inp: eager(inp), "replay-check")))
+        again = dict(clone_eager(_on(stream, partial(eager, inp), "replay-check")))
         ref = reference[k]
         noise = {n: max_abs_diff(t, again[n]) for n, t in ref.outputs if n in again}
         # the first step's noise must be rounding (small against the values or the update); from the second step
@@ -123,7 +124,7 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
     note = ""
     for k, inp in enumerate(inputs):
         try:
-            got = dict(clone(_on(stream, lambda inp=inp: other(inp), "replay-check")))
+            got = dict(clone(_on(stream, partial(other, inp), "replay-check")))
         except InputsRefused as refused:
             return ReplayCheck("mismatch", label, (), f"{what} cannot take the inputs of step {k + 1}: {refused}",
                                steps=len(inputs), first_differing_step=k + 1, counters=counters)

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cgtool.capture.compare_runs import DEFAULT_STEPS, InputsRefused, compare_steps, inputs_label, step_inputs
+from cgtool.capture.compare_runs import (
+    DEFAULT_STEPS,
+    InputsRefused,
+    compare_steps,
+    inputs_label,
+    step_inputs,
+)
 from cgtool.capture.harness import Captured
 from cgtool.capture.tensors import copy_inputs
 from cgtool.model.report import ReplayCheck
