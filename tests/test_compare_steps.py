@@ -97,14 +97,14 @@ def test_eager_noise_from_the_second_step_is_what_eager_varies_by(cpu_cuda: _Str
         w.mul_(1.5).add_(jitter + 10 * jitter * float(a.kwargs["x"][0]))
         return w.clone()
 
-    def counted(fn):  # noqa: ANN001, ANN202
+    def counted(fn):
         def run(a: Args) -> torch.Tensor:
             if float(a.kwargs["x"][0]) == 0:
                 runs["n"] += 1
             return fn(a)
         return run
 
-    def replay_off(scale: float):  # noqa: ANN202
+    def replay_off(scale: float):
         def run(a: Args) -> torch.Tensor:
             w.mul_(1.5).add_(scale * 1e-6 * float(a.kwargs["x"][0]))
             return w.clone()
@@ -164,3 +164,14 @@ def test_a_chaotic_step_is_judged_by_its_divergence_as_a_whole() -> None:
     # a tensor eager repeated exactly (no noise) that differs: never excused
     exact = [d("a", 1e-3, 0.0, False), d("b", 1e-2, 1e-2, True)]
     assert not within_divergence(exact)[0].ok
+
+
+def test_batchnorm_counts_are_no_counter_to_guard(cpu_cuda: _Stream) -> None:
+    """BatchNorm's num_batches_tracked counts and indexes nothing: a training step with BatchNorm keeps bench's
+    ordinary blocks."""
+    bn = torch.nn.BatchNorm1d(3).train()
+    state = Args((), {"bn": bn})
+    assert find_counters(state, lambda: bn(torch.randn(4, 3)), cpu_cuda, 6) is None
+    r = compare_steps(state, lambda a: bn(torch.randn(4, 3)), lambda a: bn(torch.randn(4, 3)), [None, None],
+                      cpu_cuda, "x")
+    assert r.counters == ()

@@ -11,19 +11,21 @@ with its tensors."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, Callable
 
 from cgtool.capture.host_state import restore_attributes, save_attributes
-from cgtool.capture.shards import ShardState, local_clone_tree
 from cgtool.capture.tensors import (
     NOISE_FACTOR,
     OUTPUT_NOISE_LIMIT,
     STATE_NOISE_LIMIT,
+    clone_tree,
     compare,
     max_abs_diff,
     restore,
     rounding_noise,
     snapshot,
+    state_tensors,
 )
 from cgtool.model.report import ReplayCheck, TensorDiff
 from cgtool.script.contract import Args, ScriptRaised
@@ -48,13 +50,18 @@ class _Step:
 
 
 def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any], Any], inputs: list[Any],
-                  stream: Any, label: str, what: str = "replay") -> ReplayCheck:
+                  stream: Any, label: str, what: str = "replay", pairs: list[tuple[str, Any]] | None = None,
+                  clone_eager: Callable[[Any], list[tuple[str, Any]]] = clone_tree,
+                  clone_other: Callable[[Any], list[tuple[str, Any]]] = clone_tree,
+                  skip: Callable[[], set[str]] | None = None) -> ReplayCheck:
     """Run `eager(inputs[k])` for every k, from the starting state, twice; then `other(inputs[k])` from the same
-    state; compare outputs and state after every step. All runs on `stream`."""
+    state; compare outputs and state after every step. All runs on `stream`. `pairs`: the state tensors (default
+    every tensor reachable from `state`; a rank's local shards, say); `clone_eager`/`clone_other`: a step's output
+    as named clones; `skip()`, asked after the first eager run: state names not to compare (gradients the step
+    replaced)."""
     import torch
 
-    shards = ShardState((state.args, state.kwargs))  # local shards of DTensors (FSDP2, TP), gradients on a rank
-    pairs = shards.pairs
+    pairs = state_tensors((state.args, state.kwargs)) if pairs is None else pairs
     start = snapshot(pairs)
     attributes = save_attributes((state.args, state.kwargs))
     rng = torch.cuda.get_rng_state()
@@ -66,13 +73,11 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
         torch.cuda.set_rng_state(rng)
 
     reference: list[_Step] = []
-    replaced: set[str] = set()
     for k, inp in enumerate(inputs):
-        out = local_clone_tree(_on(stream, lambda inp=inp: eager(inp), "replay-check"))
+        out = clone_eager(_on(stream, partial(eager, inp), "replay-check"))
         last = k == len(inputs) - 1
         reference.append(_Step(out, snapshot(pairs) if keep_every or last or k == 0 else None))
-        if k == 0:
-            replaced = shards.replaced()  # gradients the step set to None and made again: not what the graph writes
+    skipped = skip() if skip is not None else set()
     counters = advancing_counters(pairs, start, reference[0].state)
     if not keep_every and len(reference) > 1:
         reference[0].state = None
@@ -80,7 +85,7 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
     slack: list[tuple[dict[str, float], dict[str, float], list[float] | None, list[float] | None]] = []
     before = start
     for k, inp in enumerate(inputs):
-        again = dict(local_clone_tree(_on(stream, lambda inp=inp: eager(inp), "replay-check")))
+        again = dict(clone_eager(_on(stream, partial(eager, inp), "replay-check")))
         ref = reference[k]
         noise = {n: max_abs_diff(t, again[n]) for n, t in ref.outputs if n in again}
         # the first step's noise must be rounding (small against the values or the update); from the second step
@@ -100,7 +105,8 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
         slack.append((noise, out_slack, state_noise, state_slack))
     from_start()
     try:
-        result = _other_steps(pairs, reference, slack, other, inputs, stream, label, what, counters, replaced)
+        result = _other_steps(pairs, reference, slack, other, inputs, stream, label, what, counters, clone_other,
+                              skipped)
     except BaseException:
         _quietly(from_start)  # a step that raised: its error matters, not a failed restore after it
         raise
@@ -110,7 +116,7 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
 
 def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: list[Any], other: Callable[[Any], Any],
                  inputs: list[Any], stream: Any, label: str, what: str, counters: tuple[str, ...],
-                 replaced: set[str]) -> ReplayCheck:
+                 clone: Callable[[Any], list[tuple[str, Any]]], skipped: set[str]) -> ReplayCheck:
     """The other way's steps, each compared with eager's as it comes; the first that differs ends the run."""
     worst: dict[str, TensorDiff] = {}
     first_bad: list[TensorDiff] | None = None
@@ -118,8 +124,7 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
     note = ""
     for k, inp in enumerate(inputs):
         try:
-            # a replayed output's collective wait is not in the graph: read its buffer (capture/shards.py)
-            got = dict(local_clone_tree(_on(stream, lambda inp=inp: other(inp), "replay-check"), wait=False))
+            got = dict(clone(_on(stream, partial(other, inp), "replay-check")))
         except InputsRefused as refused:
             return ReplayCheck("mismatch", label, (), f"{what} cannot take the inputs of step {k + 1}: {refused}",
                                steps=len(inputs), first_differing_step=k + 1, counters=counters)
@@ -127,7 +132,7 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
         diffs = [compare(n, e, got[n], noise.get(n, 0.0), out_slack.get(n, 0.0)) for n, e in ref.outputs if n in got]
         if ref.state is not None and state_noise is not None and state_slack is not None:
             diffs += [compare(n, e, t.detach(), sn, sl)
-                      for (n, t), e, sn, sl in zip(pairs, ref.state, state_noise, state_slack) if n not in replaced]
+                      for (n, t), e, sn, sl in zip(pairs, ref.state, state_noise, state_slack) if n not in skipped]
         if k > 0:
             diffs = within_divergence(diffs)
         if len(got) != len(ref.outputs):
@@ -177,11 +182,10 @@ def advancing_counters(pairs: list[tuple[str, Any]], start: list[Any], after: li
         return ()
     import torch
 
-    found = []
-    for (name, t), a, b in zip(pairs, start, after):
-        if not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool) and not torch.equal(a, b):
-            found.append(name)
-    return tuple(found)
+    from cgtool.capture.counters import is_counter_kind
+
+    return tuple(name for (name, t), a, b in zip(pairs, start, after) if is_counter_kind(name, t)
+                 and not torch.equal(a, b))
 
 
 def step_inputs(script: Any, first: int, steps: int, device: Any, size: int | None = None) -> list[Any]:

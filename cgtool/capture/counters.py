@@ -38,13 +38,27 @@ class CounterGuard:
                 f"most {self.max_calls} calls, from the state the check started from")
 
 
+# torch's own counters that count and index nothing: BatchNorm's `num_batches_tracked` (read only as 1/n when its
+# momentum is None). Timing a training step with BatchNorm in short blocks from a put-back state would change its
+# numbers for nothing.
+PURE_COUNTS = ("num_batches_tracked",)
+
+
+def is_counter_kind(name: str, tensor: Any) -> bool:
+    """An integer state tensor that could be a position or an index (not one of PURE_COUNTS)."""
+    import torch
+
+    if tensor.is_floating_point() or tensor.is_complex() or tensor.dtype == torch.bool:
+        return False
+    return not name.endswith(PURE_COUNTS)
+
+
 def find_counters(state: Args, call: Callable[[], Any], stream: Any, max_calls: int) -> CounterGuard | None:
     """One `call()` on `stream` from the current state: the integer state tensors it changed, or None. The
     integer tensors and the Python attributes are put back afterwards (float state moves, as one more step)."""
     import torch
 
-    pairs = [(n, t) for n, t in state_tensors((state.args, state.kwargs))
-             if not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)]
+    pairs = [(n, t) for n, t in state_tensors((state.args, state.kwargs)) if is_counter_kind(n, t)]
     if not pairs:
         return None
     before = snapshot(pairs)

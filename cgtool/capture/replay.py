@@ -2,7 +2,7 @@
 
 K consecutive steps (`--check-steps`, capture/compare_runs.py's DEFAULT_STEPS) run eager and replayed from identical
 starting state (parameters, buffers, optimizer state, the CUDA RNG state and the Python side of setup's state are
-snapshotted and restored) on the same fresh inputs; every output tensor and every state tensor is compared after
+snapshotted and restored; a rank's DTensors as their local shards) on the same fresh inputs; every output tensor and every state tensor is compared after
 every step with tolerances by dtype and eager's own noise (capture/compare_runs.py, the comparator the pieces and
 the module map use too). The first step that differs is reported, with its tensors.
 """
@@ -11,8 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from cgtool.capture.compare_runs import DEFAULT_STEPS, InputsRefused, compare_steps, inputs_label, step_inputs
+from cgtool.capture.compare_runs import (
+    DEFAULT_STEPS,
+    InputsRefused,
+    compare_steps,
+    inputs_label,
+    step_inputs,
+)
 from cgtool.capture.harness import Captured
+from cgtool.capture.shards import ShardState, local_clone_tree
 from cgtool.capture.tensors import copy_inputs
 from cgtool.model.report import ReplayCheck
 from cgtool.script.contract import Script, ScriptRaised
@@ -39,4 +46,9 @@ def check_replay(script: Script, captured: Captured, device: Any, index: int, st
         captured.graph.replay()
         return captured.static_output
 
-    return compare_steps(captured.state, eager, replay, fresh, captured.stream, inputs_label(script, index, steps))
+    # a rank's state as local shards (DTensors under FSDP2 / tensor parallel: capture/shards.py); a replayed
+    # output's collective wait is not in the graph, so its buffer is read as is
+    shards = ShardState((captured.state.args, captured.state.kwargs))
+    return compare_steps(captured.state, eager, replay, fresh, captured.stream, inputs_label(script, index, steps),
+                         pairs=shards.pairs, clone_eager=local_clone_tree,
+                         clone_other=lambda value: local_clone_tree(value, wait=False), skip=shards.replaced)
