@@ -72,10 +72,8 @@ def launches(code: str, linemap: Sequence[Sequence[object]] | None = None) -> li
             continue
         if not in_call:
             continue
-        m = _EXTERN.match(line)
-        f = None if m else _FALLBACK.match(line)
-        if m or f:
-            op = m.group(1) if m else f"{f.group(1)}.{f.group(2)}"  # type: ignore[union-attr]
+        op = _library_op(line)
+        if op is not None:
             out.append(Launch(f"{EXTERN}:{op}", *pending, line=number))
             pending = ((), ())
             continue
@@ -85,6 +83,16 @@ def launches(code: str, linemap: Sequence[Sequence[object]] | None = None) -> li
             out.append(Launch(m.group(1), sources or pending[0], aten or pending[1], line=number))
             pending = ((), ())
     return with_stacks(out, linemap, code.splitlines()) if linemap else out
+
+
+def _library_op(line: str) -> str | None:
+    """The library op a line of `call` runs instead of a generated kernel (`extern_kernels.mm(...)`, an aten
+    fallback), or None."""
+    m = _EXTERN.match(line)
+    if m:
+        return m.group(1)
+    f = _FALLBACK.match(line)
+    return f"{f.group(1)}.{f.group(2)}" if f else None
 
 
 def with_stacks(found: Sequence[Launch], linemap: Sequence[Sequence[object]], code: Sequence[str] = ()) -> list[Launch]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from rich.console import JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -54,9 +55,11 @@ def line_table(profile: NodeProfile, kinds: dict[int, str], by: str = "source", 
     what = {"line": "your line", "source": "line (the library's where a library issued the op)",
             "module": "module"}[by]
     table = Table(title=f"replay GPU time by {what}", title_justify="left")
-    for name, justify in (("line" if by != "module" else "module", "left"), ("source", "left"),
-                          ("nodes", "right"), ("replay GPU", "right"), ("share", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
+        ("line" if by != "module" else "module", "left"), ("source", "left"), ("nodes", "right"),
+        ("replay GPU", "right"), ("share", "right"))
+    for name, justify in columns:
+        table.add_column(name, justify=justify)
     for row in line_rows(profile, kinds, by, top):
         table.add_row(*(escape(c) for c in row))
     return table

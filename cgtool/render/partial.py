@@ -3,7 +3,7 @@ speedup), the module map, and the verdict line that names the best option with i
 
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, JustifyMethod
 from rich.markup import escape
 from rich.table import Table
 
@@ -30,8 +30,10 @@ def render_piecewise(p: Piecewise, out: Console) -> None:
             out.print(f"  [dim]{escape(p.note)}[/]")
         return
     table = Table(title=f"{len(p.pieces)} graph(s) per step", title_justify="left")
-    for col, just in (("piece", "left"), ("kernels", "right"), ("GPU time", "right"), ("graph nodes", "right")):
-        table.add_column(col, justify=just)  # type: ignore[arg-type]
+    columns: tuple[tuple[str, JustifyMethod], ...] = (("piece", "left"), ("kernels", "right"), ("GPU time", "right"),
+                                                      ("graph nodes", "right"))
+    for col, just in columns:
+        table.add_column(col, justify=just)
     for piece in p.pieces:
         table.add_row(str(piece.index), str(piece.kernels), fmt_us(piece.gpu_us),
                       str(len(piece.graph.nodes)) if piece.graph else "-")
