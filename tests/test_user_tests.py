@@ -58,4 +58,4 @@ def test_the_plugin_is_registered_for_pytest():
         project = tomllib.load(fh)["project"]
     target = project["entry-points"]["pytest11"]["cgtool"]
     module = importlib.import_module(target)
-    assert callable(getattr(module, "cgtool_check"))
+    assert callable(module.cgtool_check)

@@ -34,7 +34,7 @@ def check(target: str | os.PathLike[str] | Callable[..., Any], *, entry: str | N
 
     found = resolve(target, entry, setup, inputs)
     config = load_config(os.path.dirname(found.path))
-    warm = check_number(warmup, "lint_warmup", "warmup") if warmup is not None else config.warmup or 3
+    warm = int(check_number(warmup, "lint_warmup", "warmup")) if warmup is not None else config.warmup or 3
     limit = check_number(timeout, "timeout", "timeout") if timeout is not None else config.timeout or 300.0
     opts = LintOptions(entry=found.entry, warmup=warm, timeout=limit,
                        select=normalize_patterns(_ids(select), "select") if select else config.select,

@@ -211,7 +211,7 @@ def parse_histogram(data: object) -> dict[int, float]:
             raise ValueError(f"not a batch size and a count: {b!r}: {w!r}")
         if size < 1 or weight < 0 or not math.isfinite(weight):
             raise ValueError(f"batch sizes must be >= 1 and counts >= 0, got {b!r}: {w!r}")
-        hist[size] = hist.get(size, 0.0) + weight
+        hist[int(size)] = hist.get(int(size), 0.0) + weight
     if sum(hist.values()) <= 0:
         raise ValueError("the histogram has no weight")
     return hist

@@ -92,7 +92,7 @@ class ShardState:
         """Names (as in `pairs`) of gradients the step replaced by new tensors (set to None and made again):
         what the captured graph writes is no longer the parameter's `.grad`, so comparing them says nothing."""
         names = {n for n, _ in self.pairs}
-        out = set()
+        out: set[str] = set()
         for name, p, g in self._grads:
             if p.grad is not g:
                 out.update(x for x in (name, f"{name} (local shard)") if x in names)

@@ -46,7 +46,7 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
         raise click.BadParameter(f"expected LOW:HIGH, e.g. 1:256, got {value!r} ({NUMBER_TEXT})")
     if not 1 <= lo <= hi:
         raise click.BadParameter(f"expected 1 <= LOW <= HIGH, got {value!r}")
-    return lo, hi
+    return int(lo), int(hi)
 
 
 @click.command(name="bench", short_help="Careful eager-versus-replay timing, sweeps, CI gate (needs a GPU).")

@@ -116,7 +116,8 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
             complete_reports(job, [r.report for r in report.ranks if r.report is not None], timeout, world_of_one=True)
     if report is None:
         sys.exit(exit_code(report, outcome))  # rank 0 writes and prints the merged report
-    complete, kept = outcome.failure is None, {}  # an interrupted or timed-out world keeps an existing report
+    complete = outcome.failure is None  # an interrupted or timed-out world keeps an existing report
+    kept: dict[str, str] = {}
     for name, text in dist_files(report).items():
         report.outputs[name] = write_own(out_dir, name, text, complete, kept)
     _write_html(report, out_dir, html_path, complete, kept)

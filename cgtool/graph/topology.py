@@ -74,7 +74,8 @@ def find_cycle(graph: Graph) -> list[int] | None:
     vertex = {g: n + k for k, g in enumerate(members)}  # graph id -> its extra vertex
     succ = [list(s) for s in Adjacency.of(graph).succ] + [members[g] for g in members]
     for node in graph.nodes:
-        bodies = node.attrs.get("bodies") if isinstance(node.attrs.get("bodies"), list) else [node.child]
+        listed = node.attrs.get("bodies")
+        bodies = listed if isinstance(listed, list) else [node.child]
         succ[node.id] += [vertex[c] for c in bodies if c in vertex]
     state = [0] * len(succ)  # 0 unseen, 1 on the current path, 2 done
     for root in range(n):

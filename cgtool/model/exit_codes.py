@@ -105,7 +105,7 @@ def bench_exit(errors: Iterable[ErrorRecord], measured: bool, failure: str | Non
     return ExitCode.OK
 
 
-def bench_partial_exit(pieces: Piecewise | None, modules: ModuleMap | None, errors: list,
+def bench_partial_exit(pieces: Piecewise | None, modules: ModuleMap | None, errors: list[object],
                        failure: str | None) -> ExitCode:
     """`bench --piecewise / --modules`: 130 interrupted; 4 the worker failed; 0 when every section asked for was
     measured (or piecewise is not possible for this step) without errors; 1 otherwise."""

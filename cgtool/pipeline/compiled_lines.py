@@ -37,7 +37,7 @@ def compiled_node_lines(captured: Any, graph: Any, report: Report) -> NodeProfil
                 f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")))
         times = None
     profile = launch_profile(graph, sources, times)
-    if times is not None:  # timeline.json: the replays event by event
+    if times is not None and replays is not None:  # timeline.json: the replays event by event
         profile.timeline = timeline(graph, replays)
     report.settings["node_lines_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
     if not found:

@@ -180,7 +180,7 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
             eager = None
             report.skipped.append(Skip(PROFILER_FAILED, f"eager versus replay per line: the profiled eager step failed "
                                   f"({type(exc).__name__}: {exc})"))
-    if times is not None:  # timeline.json: the same profiles, event by event
+    if times is not None and replays is not None:  # timeline.json: the same profiles, event by event
         from cgtool.capture.timeline_events import timeline
 
         profile.timeline = timeline(graph, replays, eager)

@@ -74,7 +74,7 @@ class RankGate:
         while True:
             apart = self.diverged() if self.diverged is not None else None
             if apart:
-                return f"replay check and timing: {apart}"
+                return Skip(PEERS_NOT_READY, f"replay check and timing: {apart}")
             seen = {r: self._read("gate", r) for r in peers}
             failed = [f"rank {r} ({d.get('where') or 'capture failed'})" for r, d in seen.items() if d and not d.get("ok")]
             if failed:

@@ -33,7 +33,12 @@ def escape_controls(text: str) -> str:
 # rich's Text removes BEL, BS, VT, FF and CR from every string it is given (rich.control.strip_control_codes), before
 # any console sees them: a kernel name's BEL would vanish without a word. Every Text escapes them instead, as the
 # console escapes ESC and the rest, and the escape's width counts when a table lays out its columns.
-rich.text.strip_control_codes = escape_controls
+def _escape_for_rich(text: str, _translate_table: dict[int, None] | None = None) -> str:
+    """rich's strip_control_codes, by its signature: escapes instead of stripping."""
+    return escape_controls(text)
+
+
+rich.text.strip_control_codes = _escape_for_rich
 
 
 class SafeConsole(Console):

@@ -55,11 +55,11 @@ def _sweep_html(report: BenchReport) -> str:
     sized = [r for r in report.results if r.size is not None]
     charts = ""
     if len(sized) >= 2:
-        charts = (lines([("eager", [(r.size, r.eager.wall.median) for r in sized]),
-                         ("replay", [(r.size, r.replay.wall.median) for r in sized])],
+        charts = (lines([("eager", [(r.size, r.eager.wall.median) for r in sized if r.size is not None]),
+                         ("replay", [(r.size, r.replay.wall.median) for r in sized if r.size is not None])],
                         "wall time per iteration by size", "time", fmt_us)
-                  + lines([("speedup (wall)", [(r.size, r.speedup_wall.point) for r in sized]),
-                           ("speedup (GPU)", [(r.size, r.speedup_gpu.point) for r in sized])],
+                  + lines([("speedup (wall)", [(r.size, r.speedup_wall.point) for r in sized if r.size is not None]),
+                           ("speedup (GPU)", [(r.size, r.speedup_gpu.point) for r in sized if r.size is not None])],
                           "replay speedup by size", "speedup", lambda v: f"{v:.1f}×")
                   + hbars([(f"size {r.size}", float(r.pool_bytes), fmt_bytes(r.pool_bytes)) for r in sized
                            if r.pool_bytes is not None], "graph pool by size"))

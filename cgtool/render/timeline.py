@@ -45,7 +45,7 @@ def trace_events(report: Report, profile: NodeProfile, timeline: Timeline) -> di
         lanes.add((s.side, s.lane, s.on_gpu))
         events.append(_event(s, profile, sources.get(s.node), kernels.get(s.node)))
     meta: list[dict[str, Any]] = []
-    for side in sorted({side for side, _, _ in lanes}, key=PIDS.get):
+    for side in sorted({side for side, _, _ in lanes}, key=lambda side: PIDS[side]):
         pid = PIDS[side]
         meta.append({"ph": "M", "name": "process_name", "pid": pid, "tid": 0, "args": {"name": PROCESS_NAMES[side]}})
         meta.append({"ph": "M", "name": "process_sort_index", "pid": pid, "tid": 0, "args": {"sort_index": pid}})

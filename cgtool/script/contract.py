@@ -188,8 +188,8 @@ def compile_script(path: str) -> Any:
         if "codec can't decode" in str(exc.msg) or "unknown encoding" in str(exc.msg):
             raise CgtoolError(f"{where}: not readable as Python source in its encoding ({_encoding_problem(exc.msg)}); "
                               "save it as UTF-8 or declare its encoding (# -*- coding: latin-1 -*-).") from None
-        source = (exc.text or "").strip()
-        raise CgtoolError(f"Syntax error in {where}: {exc.msg}" + (f"\n    {source}" if source else "")) from None
+        line = (exc.text or "").strip()
+        raise CgtoolError(f"Syntax error in {where}: {exc.msg}" + (f"\n    {line}" if line else "")) from None
     except UnicodeDecodeError:
         raise CgtoolError(f"{path}: not readable as Python source: it is not UTF-8 text; save it as UTF-8 or declare "
                           "its encoding (# -*- coding: latin-1 -*-).") from None
