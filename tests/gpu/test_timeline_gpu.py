@@ -14,7 +14,7 @@ from conftest import ROOT
 from gpu.runs import WORK, cgtool_run, read_json, save_artifact
 
 pytestmark = pytest.mark.gpu
-SCRIPTS = {"mlp": ("samples/mlp_inference.py", "mlp_inference.py", "model.0"),
+SCRIPTS = {"mlp": ("samples/mlp_inference.py", "mlp_inference.py", " · 0 · "),  # the Sequential is the root: its layers are 0, 1, ...
            "llama": ("tests/realworld/clean/hf_llama_infer.py", "modeling_llama.py", "self_attn")}
 
 
