@@ -90,10 +90,10 @@ def _measured() -> Report:
     return r
 
 
-def test_schema_2_round_trip_and_schema_1_still_reads():
+def test_schema_3_round_trip_and_schema_1_still_reads():
     r = _measured()
     data = json.loads(json.dumps(r.to_json()))
-    assert data["schema"] == 2 and data["piecewise"]["kernel_share"] == 0.75
+    assert data["schema"] == 3 and data["piecewise"]["kernel_share"] == 0.75
     back = Report.from_json(data)
     assert back.piecewise == r.piecewise and back.modules == r.modules
     old = {k: v for k, v in data.items() if k not in ("piecewise", "modules")}
