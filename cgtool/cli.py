@@ -45,6 +45,8 @@ def cli() -> None:
       cgtool lint PATH...        the capture checks as a CI gate (works without a GPU)
       cgtool bench script.py     careful eager-versus-replay measurement
       cgtool dot FILE            summarize, render or diff a captured graph (no torch needed)
+
+    Numbers in options are written with the ASCII digits 0-9 (no `_` separators).
     """
 
 
