@@ -47,6 +47,8 @@ def cli() -> None:
       cgtool bench script.py     careful eager-versus-replay measurement
       cgtool dot FILE            summarize, render or diff a captured graph (no torch needed)
       cgtool report FILE.json    any saved report as one self-contained HTML page
+
+    Numbers in options are written with the ASCII digits 0-9 (no `_` separators).
     """
 
 

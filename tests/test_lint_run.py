@@ -198,7 +198,7 @@ def test_an_interrupted_run_in_every_format():
     junit = render_lint(r, "junit")
     assert junit.count("not checked: the run was interrupted") == 2
     github = render_lint(r, "github")
-    assert "title=cgtool lint was interrupted::2 script(s) not checked" in github
+    assert "title=cgtool lint was interrupted (Ctrl-C)::2 script(s) not checked" in github
     assert "interrupted (Ctrl-C): 2 scripts not checked" in render_lint(r, "text")
     gitlab = json.loads(render_lint(r, "gitlab"))
     assert [i["check_name"] for i in gitlab] == ["CG101", "cgtool/not-checked", "cgtool/not-checked"]

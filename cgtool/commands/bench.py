@@ -61,7 +61,7 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.option("--sizes", callback=_sizes, default=None, metavar="N,N,...",
               help="Sweep: pass size=N to setup/inputs and capture one graph per size; LOW:HIGH doubles from LOW "
               "(LOW, 2*LOW, 4*LOW, ...) and ends with HIGH, LOW:HIGH:STEP a range. Several sizes are also captured into one shared pool, "
-              "largest first, on one stream (as vLLM does).")
+              "largest first, on one stream (as vLLM does). ASCII digits; an empty list or entry (1,,2) is a usage error.")
 @click.option("--histogram", "histogram_file", type=click.Path(), default=None,
               help="With --sizes: plan which sizes to capture for these batches (JSON {\"batch\": count} or a list).")
 @click.option("--batch-range", callback=_batch_range, default=None, metavar="LOW:HIGH",

@@ -39,7 +39,9 @@ def script_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                       help="Seconds before the worker is stopped (a hang becomes a clear error).")(fn)
     fn = click.option("--warmup", type=Number("warmup"), default=3, show_default=True,
                       help="Eager warmup iterations before capture.")(fn)
-    fn = click.option("--entry", default=None, help="Function to capture instead of `step`.")(fn)
+    fn = click.option("--entry", default=None,
+                      help="Function to capture instead of `step` (a Python identifier the script defines or imports; "
+                           "`__init__` or an empty name is a usage error).")(fn)
     fn = click.argument("target", metavar="SCRIPT[:FUNCTION]")(fn)
     return fn
 
