@@ -207,7 +207,7 @@ def _version(text: str) -> tuple[int, ...] | None:
 
 def check_nccl(ranks: Sequence[RankResult], script: str | None = None) -> list[Finding]:
     """CG606 (blocking wait, async error handling on a failed DDP capture) and CG607 (NCCL too old)."""
-    out = []
+    out: list[Finding] = []
     facts = next((r.facts for r in ranks if r.facts), {})
     env: dict[str, Any] = facts.get("env", {})
     if facts.get("backend") != "nccl":

@@ -153,7 +153,7 @@ def _branch_nodes(path: str) -> tuple[ast.AST, ...]:
 
 def _part(node: ast.AST, line: int) -> str:
     """Which part of a branch statement a line is in: outside, head, body, orelse, handlers."""
-    if not (node.lineno <= line <= (node.end_lineno or node.lineno)):
+    if not (_first(node) <= line <= _last(node)):
         return "outside"
     for name in ("body", "orelse", "handlers", "finalbody", "cases", "values", "ifs"):
         children = getattr(node, name, None)
@@ -166,7 +166,16 @@ def _part(node: ast.AST, line: int) -> str:
 
 
 def _span(node: ast.AST) -> int:
-    return (node.end_lineno or node.lineno) - node.lineno
+    return _last(node) - _first(node)
+
+
+def _first(node: ast.AST) -> int:
+    """The node's first line (_branch_nodes keeps only nodes that have one)."""
+    return int(getattr(node, "lineno", 0))
+
+
+def _last(node: ast.AST) -> int:
+    return int(getattr(node, "end_lineno", None) or _first(node))
 
 
 def _separating_branch(path: str, la: int, lb: int) -> int | None:
@@ -193,4 +202,4 @@ def _head_line(node: ast.AST | None) -> int | None:
         return None
     if isinstance(node, ast.comprehension):
         return node.target.lineno
-    return node.lineno
+    return _first(node)

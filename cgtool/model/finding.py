@@ -78,7 +78,8 @@ class Finding:
     def from_json(cls, data: dict[str, Any]) -> Finding:
         """A finding from report.json, of any readable schema: before schema 3 a finding had no kind, origin,
         predicts or reason (its verdict's reason was part of `message`): they read as None."""
-        return cls(**{k: data.get(k) for k in cls.__dataclass_fields__})
+        values: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
+        return cls(**values)
 
     @property
     def status(self) -> str:

@@ -140,7 +140,9 @@ def _write_graph_pictures(report: Report, put: Put, written: dict[str, str], ren
     from cgtool.render.dot_file import render_source
 
     # every node stays in graph.dot (folded where it repeats) so `cgtool dot graph.dot` reads it back whole
-    source = graph_to_dot(report.graph, max_nodes=max(len(report.graph.nodes), 1), lines=report.node_lines).source
+    graph = report.graph
+    assert graph is not None  # write_outputs calls this only for a report with a graph
+    source = graph_to_dot(graph, max_nodes=max(len(graph.nodes), 1), lines=report.node_lines).source
     written["graph.dot"] = put("graph.dot", source)
     report.settings["write_dots_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
     if render_svg and shutil.which("dot"):
@@ -188,6 +190,8 @@ def _write_plan(report: Report, put: Put, written: dict[str, str]) -> None:
     """modules-plan.py: the module map's recommended set as code to paste (--modules, on a GPU)."""
     from cgtool.render.plan import plan_code
 
+    if report.modules is None:
+        return
     code = plan_code(report.modules, os.path.basename(report.script))
     if code:
         try:
@@ -200,7 +204,7 @@ def _write_piece_dots(report: Report, put: Put, written: dict[str, str]) -> None
     """graph-piece-N.dot for each piece whose CUDA graph was read (--piecewise)."""
     from cgtool.render.dot import graph_to_dot
 
-    for piece in report.piecewise.pieces:
+    for piece in report.piecewise.pieces if report.piecewise is not None else ():
         if piece.graph is None:
             continue
         name = f"graph-piece-{piece.index}.dot"

@@ -218,6 +218,7 @@ def load_script(path: str, entry: str = "step", setup: str | None = "setup", inp
     path = os.path.abspath(path)
     name = "cgtool_user_" + "".join(c if c.isalnum() else "_" for c in os.path.splitext(os.path.basename(path))[0])
     spec = importlib.util.spec_from_loader(name, loader=None, origin=path)
+    assert spec is not None  # a loader-less spec with an origin is always made
     module = importlib.util.module_from_spec(spec)
     module.__file__ = path
     sys.modules[name] = module
