@@ -77,7 +77,11 @@ def exit_code(report: DistReport | None, outcome: Any) -> ExitCode:
         return ExitCode.WORKER
     if report is None:  # a rank other than 0 under the user's torchrun: its own result
         rank = outcome.ranks[0] if outcome.ranks else None
-        return ExitCode.OK if rank is not None and not rank.failed else ExitCode.PROBLEMS
+        if rank is None or rank.failed:
+            return ExitCode.PROBLEMS
+        # as rank 0 says for the run: 3 when it ran on CPU only (then every torchrun agent sees its worker end
+        # alike and leaves at once, instead of waiting at torchrun's exit barrier for an agent that failed)
+        return ExitCode.ENVIRONMENT if rank.report is not None and rank.report.status == "cpu-only" else ExitCode.OK
     reports = [r.report for r in report.ranks]
     if any(e.type == "usage" for r in reports if r for e in r.errors):
         return ExitCode.USAGE
