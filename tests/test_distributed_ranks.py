@@ -60,19 +60,21 @@ def test_rank_dependent_collective_found_exit_1(run_cli, tmp_path):
 
 def test_a_collective_no_other_rank_calls_stops_every_rank_in_seconds(run_cli, tmp_path):
     """Only rank 0 enters an all_reduce; rank 1 goes on to the end of warmup and capture. cgtool names the line
-    within seconds (not the collective timeout, 30 s here), and leaves no rank running."""
+    as it happens (not at the collective timeout, 100 s here: a quarter of --timeout), and leaves no rank running.
+    (14 s on an idle 2-core machine; the bound leaves room for a loaded one.)"""
     path = os.path.join(DIST, "hazards", "only_rank_zero.py")
     line = markers(path)[0][0]
     t0 = time.monotonic()
-    r = run_cli("capture", "--nproc-per-node", "2", "--cpu", "--warmup", "2", "--timeout", "120", path, "--json",
-                "--out", tmp_path / "o", timeout=150)
+    r = run_cli("capture", "--nproc-per-node", "2", "--cpu", "--warmup", "2", "--timeout", "400", path, "--json",
+                "--out", tmp_path / "o", timeout=450)
     wall = time.monotonic() - t0
     data = json.loads(r.stdout)
     assert r.returncode == 1
     hits = [f for f in data["findings"] if f["rule"] == "CG601"]
     assert hits and hits[0]["line"] == line, data["findings"]
     assert "rank 1 finished warmup and capture after 0 collectives and never calls it" in hits[0]["message"]
-    assert wall < 30, wall  # the collective timeout is 30 s (a quarter of --timeout): found well before it
+    assert wall < 90, wall  # found well before the collective timeout
+    assert any(rk["divergence"] for rk in data["ranks"]), data["ranks"]  # found by either side, as it happened
     pids = [rk["facts"].get("pid") for rk in data["ranks"] if rk["facts"].get("pid")]
     assert pids and not any(_alive(p) for p in pids), "a rank outlived cgtool"
 

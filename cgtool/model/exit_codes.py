@@ -64,7 +64,7 @@ def capture_exit(report: Report, failure: str | None) -> ExitCode:
 
 def distributed_exit(report: DistReport | None, failure: str | None, ranks: list[RankResult]) -> ExitCode:
     """A run on ranks (`--nproc-per-node`, torchrun): 130 interrupted; 4 the launcher failed; on a rank other than 0
-    under the user's torchrun (no merged report) 0 or 1 by its own result; 2 a rank's usage error; 4 a timeout no
+    under the user's torchrun (no merged report) 0, 1 or 3 (CPU only) by its own result; 2 a rank's usage error; 4 a timeout no
     error finding explains (a hang); 1 errors, error findings, a failed rank or a replay mismatch; 3 every rank ran
     on the CPU only; 0 otherwise."""
     if failure == INTERRUPTED:
@@ -73,7 +73,11 @@ def distributed_exit(report: DistReport | None, failure: str | None, ranks: list
         return ExitCode.WORKER
     if report is None:  # a rank other than 0 under the user's torchrun: its own result
         rank = ranks[0] if ranks else None
-        return ExitCode.OK if rank is not None and not rank.failed else ExitCode.PROBLEMS
+        if rank is None or rank.failed:
+            return ExitCode.PROBLEMS
+        # as rank 0 says for the run: 3 when it ran on CPU only (then every torchrun agent sees its worker end
+        # alike and leaves at once, instead of waiting at torchrun's exit barrier for an agent that failed)
+        return ExitCode.ENVIRONMENT if rank.report is not None and rank.report.status == "cpu-only" else ExitCode.OK
     reports = [r.report for r in report.ranks]
     if any(e.type == "usage" for r in reports if r for e in r.errors):
         return ExitCode.USAGE

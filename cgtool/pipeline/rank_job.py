@@ -102,7 +102,7 @@ class EventFile:
 def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | None = None) -> int:
     """Run this rank; its result goes to run_dir/rank{R}.json. The exit status: 0 when the rank captured
     (or ran on CPU) without errors, 1 otherwise (so the launcher stops the ranks still waiting)."""
-    from cgtool.pipeline import run_job
+    from cgtool.pipeline import rank_gather, run_job
     from cgtool.pipeline.rank_gate import RankGate, install
     from cgtool.pipeline.rank_sequence import SequenceCheck
     from cgtool.trace.dist_watch import watch_distributed
@@ -147,8 +147,20 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
         json.dump(result, fh)
     os.replace(path + ".tmp", path)
     gate.done()
+    if rank_gather.wanted() and world > 1 and rank != 0:
+        hand_over(lambda: rank_gather.push(rank, run_dir))
     report = result.get("report") or {}
     ok = not report.get("errors") and report.get("status") in ("captured", "cpu-only") and sequence.found is None
     if not ok and sequence.found is None:  # diverged: no peer gets past its collective; the launcher stops them
         gate.linger(float(job.settings.get("linger_s", 15.0)))
+    if rank_gather.wanted() and world > 1 and rank == 0:  # the others' files, from the store, beside rank 0's own
+        hand_over(lambda: rank_gather.gather(world, run_dir, float(job.settings.get("collective_timeout_s", 120.0)) + 30))
     return 0 if ok else 1
+
+
+def hand_over(fn: Callable[[], Any]) -> None:
+    """Move results through the store; a store that is gone (a host ended) leaves this host's files as they are."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001
+        print(f"cgtool: could not hand the rank results over through the store ({type(exc).__name__}: {exc})")

@@ -51,8 +51,8 @@ def run_distributed(job: Job, nproc: int, timeout: float,
 def run_as_rank(job: Job, timeout: float,
                 on_event: Callable[[int, dict[str, Any]], None] | None = None) -> tuple[DistReport | None, LaunchOutcome]:
     """Under the user's torchrun: run this rank (in a child, as always) in this host's temp folder for the run;
-    each rank hands its result to rank 0 through torchrun's store (worker/gather.py; without one, through the
-    folder the ranks of one host share); rank 0 merges (the others return None)."""
+    each rank's child hands its files to rank 0's through the process group's store (pipeline/rank_gather.py),
+    so hosts need no shared folder; rank 0 merges (the others return None)."""
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     run_id = f"{os.environ.get('TORCHELASTIC_RUN_ID', 'none')}-{os.environ.get('MASTER_PORT', '0')}"
     run_dir = os.path.join(tempfile.gettempdir(), f"cgtool-ranks-{os.getuid()}-{run_id}")
@@ -65,7 +65,7 @@ def run_as_rank(job: Job, timeout: float,
     cmd = python_command("cgtool.worker.rank_child", job_path, run_dir)
     t0 = time.monotonic()
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
-                            env=dict(launch_env(job), CGTOOL_RANK_CHILD="1"))
+                            env=dict(launch_env(job), CGTOOL_RANK_CHILD="1", CGTOOL_GATHER="store"))
     lifetime.started(proc.pid)
     tail = EventTail(os.path.join(run_dir, f"rank{rank}.events.jsonl"))
     outcome = LaunchOutcome([], cmd)
@@ -84,30 +84,26 @@ def run_as_rank(job: Job, timeout: float,
     tail.poll()
     lifetime.reaped(proc.pid)
     outcome.returncode = proc.returncode
-    deadline = time.monotonic() + max(5.0, timeout - (time.monotonic() - t0))
-    store = gather.agent_store(max(5.0, deadline - time.monotonic()))  # torchrun's own store: any host
-    if store is not None:
-        try:
-            gather.push(store, rank, run_dir, tail.events, proc.returncode)
-        except Exception:  # noqa: BLE001 - the store is gone (rank 0's host ended): nothing to hand over
-            store = None
     if rank != 0:
         outcome.ranks = [rank_result(rank, run_dir, tail.events, proc.returncode, outcome.failure)]
-        if store is not None:
-            gather.remove_own_files(run_dir, rank)  # rank 0 has it from the store; this host's folder may be its own
+        if gather.pushed(run_dir, rank):
+            gather.remove_own_files(run_dir, rank)  # rank 0 has them from the store; this host's folder may be its own
         return None, outcome
-    if store is not None:
-        got = gather.gather(store, world, run_dir, deadline)
-        events = {r: got[r]["events"] if r in got else [] for r in range(world)}
-    else:  # one host, no agent store: the ranks' files in the shared folder
-        while time.monotonic() < deadline and not all(
-                os.path.exists(os.path.join(run_dir, f"done.rank{r}")) for r in range(world)):
-            time.sleep(0.1)
-        tails = [EventTail(os.path.join(run_dir, f"rank{r}.events.jsonl")) for r in range(world)]
-        for t in tails:
-            t.poll()
-        events = {r: tails[r].events for r in range(world)}
-    outcome.ranks = [rank_result(r, run_dir, events[r], None, outcome.failure) for r in range(world)]
+    # rank 0's child wrote the other ranks' files into gathered/ before it ended (from the store,
+    # pipeline/rank_gather.py); a rank missing there may still be in this host's folder
+    gathered = os.path.join(run_dir, "gathered")
+
+    def folder(r: int) -> str:
+        return gathered if r and os.path.exists(os.path.join(gathered, f"done.rank{r}")) else run_dir
+
+    deadline = time.monotonic() + max(5.0, timeout - (time.monotonic() - t0))
+    while time.monotonic() < deadline and not all(
+            os.path.exists(os.path.join(folder(r), f"done.rank{r}")) for r in range(world)):
+        time.sleep(0.1)
+    tails = [EventTail(os.path.join(folder(r), f"rank{r}.events.jsonl")) for r in range(world)]
+    for t in tails:
+        t.poll()
+    outcome.ranks = [rank_result(r, folder(r), tails[r].events, None, outcome.failure) for r in range(world)]
     outcome.wall_s = time.monotonic() - t0
     merged = merge(job, outcome, job.settings)
     shutil.rmtree(run_dir, ignore_errors=True)  # every rank is done with it (rank 0 waited for them)
