@@ -173,6 +173,9 @@ def test_barrier_in_the_step_is_cg608_where_plain_capture_fails(work, measured):
     generic = [f for rk in data.get("ranks", []) for f in (rk.get("report") or {}).get("findings", [])
                if f["rule"] == "CG501" and f["line"] == line]
     measured(f"plain {plain_words(ended, ranks)}; cgtool CG608 {[(f['line'], f.get('evidence')) for f in hits]}")
-    assert ranks and all(rk.get("captured") is False and rk.get("capture_line") == line for rk in ranks), ranks
+    # plain PyTorch: capture fails on every rank, but not at the barrier's line: the barrier's own error is swallowed
+    # and the capture ends in the generic "operation failed due to a previous error during capture" at the end of
+    # `with torch.cuda.graph(...)` (2x H200, torch 2.11: capture_line None on both ranks) — the line is cgtool's to give
+    assert ranks and all(rk.get("captured") is False and rk.get("capture_line") in (None, line) for rk in ranks), ranks
     assert r.returncode == 1 and hits and hits[0]["line"] == line and hits[0].get("evidence") == "confirmed", r.stdout[-4000:]
     assert not generic
