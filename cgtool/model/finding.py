@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-SEVERITIES = ("error", "warning", "info")
 
 # Finding.evidence values: what the real capture and replay on the GPU said about a finding from the trace.
 CONFIRMED = "confirmed"  # the capture failed at this line, or replay differed from eager as the finding predicts
