@@ -10,43 +10,8 @@ from typing import Any
 import click
 
 from cgtool.commands.common import Number, script_options
+from cgtool.commands.bench_options import batch_range, budget, sizes
 from cgtool.commands.distributed import nproc_option
-
-
-def _sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
-    from cgtool.bench.size_plan import parse_sizes
-
-    if value is None:  # not given; an empty --sizes '' is an error
-        return None
-    try:
-        return parse_sizes(value)
-    except ValueError as exc:
-        raise click.BadParameter(f"{exc} (e.g. 1,2,4,8 or 1:256 or 8:64:8)") from None
-
-
-def _budget(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    from cgtool.bench.size_plan import parse_bytes
-
-    if value is None:
-        return None
-    try:
-        return parse_bytes(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-
-
-def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) -> tuple[int, int] | None:
-    from cgtool.model.limits import NUMBER_TEXT, parse_number
-
-    if value is None:
-        return None
-    low, _, high = value.partition(":")
-    lo, hi = parse_number(low, whole=True), parse_number(high, whole=True)
-    if lo is None or hi is None:
-        raise click.BadParameter(f"expected LOW:HIGH, e.g. 1:256, got {value!r} ({NUMBER_TEXT})")
-    if not 1 <= lo <= hi:
-        raise click.BadParameter(f"expected 1 <= LOW <= HIGH, got {value!r}")
-    return int(lo), int(hi)
 
 
 @click.command(name="bench", short_help="Careful eager-versus-replay timing, sweeps, CI gate (needs a GPU).")
@@ -58,15 +23,15 @@ def _batch_range(ctx: click.Context, param: click.Parameter, value: str | None) 
 @click.option("--iters", type=Number("iters"), default=None,
               help="Time exactly this many iterations per mode instead (no adaptive stopping).")
 @click.option("--l2-flush", is_flag=True, help="Flush the L2 cache before every timed iteration (cold-cache timing).")
-@click.option("--sizes", callback=_sizes, default=None, metavar="N,N,...",
+@click.option("--sizes", callback=sizes, default=None, metavar="N,N,...",
               help="Sweep: pass size=N to setup/inputs and capture one graph per size; LOW:HIGH doubles from LOW "
               "(LOW, 2*LOW, 4*LOW, ...) and ends with HIGH, LOW:HIGH:STEP a range. Several sizes are also captured into one shared pool, "
               "largest first, on one stream (as vLLM does). ASCII digits; an empty list or entry (1,,2) is a usage error.")
 @click.option("--histogram", "histogram_file", type=click.Path(), default=None,
               help="With --sizes: plan which sizes to capture for these batches (JSON {\"batch\": count} or a list).")
-@click.option("--batch-range", callback=_batch_range, default=None, metavar="LOW:HIGH",
+@click.option("--batch-range", callback=batch_range, default=None, metavar="LOW:HIGH",
               help="With --sizes: plan for every batch size from LOW to HIGH, equally likely.")
-@click.option("--memory-budget", callback=_budget, default=None, metavar="SIZE",
+@click.option("--memory-budget", callback=budget, default=None, metavar="SIZE",
               help="The plan's limit on graph memory, e.g. 512MiB or 2GiB (default: none).")
 @click.option("--max-sizes", type=Number("max_sizes"), default=None, help="The plan captures at most this many sizes.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), default=None,
