@@ -54,7 +54,10 @@ def write_own(out_dir: str, name: str, data: str | bytes, complete: bool = True,
         path = failed_path(path)
         if kept is not None:
             kept[name] = path
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    try:
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    except OSError as exc:  # the folder removed and a file put in its place, or made read-only, mid-run
+        raise CgtoolError(f"Cannot write {path}: {exc.strerror or exc}", ExitCode.ENVIRONMENT) from None
     return write_output(path, data, follow_links=False)
 
 
