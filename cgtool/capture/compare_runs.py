@@ -72,39 +72,39 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
         restore(pairs, start)
         torch.cuda.set_rng_state(rng)
 
-    reference: list[_Step] = []
-    for k, inp in enumerate(inputs):
-        out = clone_eager(_on(stream, partial(eager, inp), "replay-check"))
-        last = k == len(inputs) - 1
-        reference.append(_Step(out, snapshot(pairs) if keep_every or last or k == 0 else None))
-    skipped = skip() if skip is not None else set()
-    counters = advancing_counters(pairs, start, reference[0].state)
-    if not keep_every and len(reference) > 1:
-        reference[0].state = None
-    from_start()
-    slack: list[tuple[dict[str, float], dict[str, float], list[float] | None, list[float] | None]] = []
-    before = start
-    for k, inp in enumerate(inputs):
-        again = dict(clone_eager(_on(stream, partial(eager, inp), "replay-check")))
-        ref = reference[k]
-        noise = {n: max_abs_diff(t, again[n]) for n, t in ref.outputs if n in again}
-        # the first step's noise must be rounding (small against the values or the update); from the second step
-        # on, two eager runs differ by that rounding compounded (a ResNet under SGD: by as much as a step moves a
-        # weight, at step 2), and that difference is what eager itself varies by
-        first = k == 0
-        out_slack = {n: rounding_noise(noise.get(n, 0.0), max_abs_diff(t, t * 0), OUTPUT_NOISE_LIMIT) if first
-                     else noise.get(n, 0.0) for n, t in ref.outputs}
-        state_noise = state_slack = None
-        if ref.state is not None:
-            now = snapshot(pairs)
-            state_noise = [max_abs_diff(a, b) for a, b in zip(ref.state, now)]
-            state_slack = [rounding_noise(n, max_abs_diff(after, b), STATE_NOISE_LIMIT) if first else n
-                           for n, after, b in zip(state_noise, ref.state, before)]
-            before = ref.state
-            del now
-        slack.append((noise, out_slack, state_noise, state_slack))
-    from_start()
     try:
+        reference: list[_Step] = []
+        for k, inp in enumerate(inputs):
+            out = clone_eager(_on(stream, partial(eager, inp), "replay-check"))
+            last = k == len(inputs) - 1
+            reference.append(_Step(out, snapshot(pairs) if keep_every or last or k == 0 else None))
+        skipped = skip() if skip is not None else set()
+        counters = advancing_counters(pairs, start, reference[0].state)
+        if not keep_every and len(reference) > 1:
+            reference[0].state = None
+        from_start()
+        slack: list[tuple[dict[str, float], dict[str, float], list[float] | None, list[float] | None]] = []
+        before = start
+        for k, inp in enumerate(inputs):
+            again = dict(clone_eager(_on(stream, partial(eager, inp), "replay-check")))
+            ref = reference[k]
+            noise = {n: max_abs_diff(t, again[n]) for n, t in ref.outputs if n in again}
+            # the first step's noise must be rounding (small against the values or the update); from the second step
+            # on, two eager runs differ by that rounding compounded (a ResNet under SGD: by as much as a step moves a
+            # weight, at step 2), and that difference is what eager itself varies by
+            first = k == 0
+            out_slack = {n: rounding_noise(noise.get(n, 0.0), max_abs_diff(t, t * 0), OUTPUT_NOISE_LIMIT) if first
+                         else noise.get(n, 0.0) for n, t in ref.outputs}
+            state_noise = state_slack = None
+            if ref.state is not None:
+                now = snapshot(pairs)
+                state_noise = [max_abs_diff(a, b) for a, b in zip(ref.state, now)]
+                state_slack = [rounding_noise(n, max_abs_diff(after, b), STATE_NOISE_LIMIT) if first else n
+                               for n, after, b in zip(state_noise, ref.state, before)]
+                before = ref.state
+                del now
+            slack.append((noise, out_slack, state_noise, state_slack))
+        from_start()
         result = _other_steps(pairs, reference, slack, other, inputs, stream, label, what, counters, clone_other,
                               skipped)
     except BaseException:

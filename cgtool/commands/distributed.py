@@ -120,7 +120,11 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
     kept: dict[str, str] = {}
     for name, text in dist_files(report).items():
         report.outputs[name] = write_own(out_dir, name, text, complete, kept)
-    _write_html(report, out_dir, html_path, complete, kept)
+    try:
+        _write_html(report, out_dir, html_path, complete, kept)
+    except Exception as exc:  # noqa: BLE001 - the page must never cost the merged report.json (written next)
+        console(stderr=True).print(f"report.html was not written: {type(exc).__name__}: {exc}", markup=False,
+                                   soft_wrap=True)
     write_own(out_dir, "report.json", json.dumps(report.to_json(), indent=1) + "\n", complete, kept)
     if as_json:
         sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")

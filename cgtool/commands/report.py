@@ -3,7 +3,6 @@ merged report.json) as one self-contained HTML page. Reads files only: no script
 
 from __future__ import annotations
 
-import json
 import os
 
 import click
@@ -49,24 +48,16 @@ def report(report_file: str, out_path: str | None) -> None:
 
 
 def _read(path: str) -> dict:
+    """The report through the one reader (files/inputs.py): regular files only, bounded size and nesting."""
     from cgtool.errors import CgtoolError, ExitCode
+    from cgtool.files.inputs import GRAPH, read_json
 
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except FileNotFoundError:
-        raise CgtoolError(f"No such file: {path}", ExitCode.USAGE) from None
-    except IsADirectoryError:
-        raise CgtoolError(f"{path} is a folder: give its report.json", ExitCode.USAGE) from None
-    except OSError as exc:
-        raise CgtoolError(f"Cannot read {path}: {exc.strerror or exc}", ExitCode.USAGE) from None
-    except UnicodeDecodeError:
-        raise CgtoolError(f"{path}: not a cgtool report: the file is not UTF-8 text", ExitCode.USAGE) from None
-    except json.JSONDecodeError as exc:
-        raise CgtoolError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg}); is the file truncated?", ExitCode.USAGE) from None
-    except (RecursionError, ValueError):
-        raise CgtoolError(f"{path}: not a cgtool report (JSON nested too deeply or a number too long)",
-                          ExitCode.USAGE) from None
+    if not os.path.lexists(path):
+        raise CgtoolError(f"No such file: {path}", ExitCode.USAGE)
+    doc = read_json(path, GRAPH)
+    if not isinstance(doc, dict):
+        raise CgtoolError(f"{path}: not a cgtool report (a JSON {type(doc).__name__}, not an object)", ExitCode.USAGE)
+    return doc
 
 
 def _page(doc: dict, path: str) -> str:

@@ -86,7 +86,9 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
 
             t = lockstep_timings(script, captured, per_block=int(settings.get("timing_per_block", 10)))
         else:
-            safe = check_steps if report.replay is not None else n_warm  # calls in a row run without harm
+            # calls in a row that ran without harm: the checked steps, when the check ran them all
+            checked = report.replay is not None and report.replay.status in ("match", "mismatch")
+            safe = check_steps if checked else n_warm
             t = quick_timings(script, captured, float(settings.get("timing_budget_s", 3.0)), safe, progress)
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
     if settings.get("node_lines", False) and work and graph is not None and analysis.tracer is not None:
@@ -126,19 +128,24 @@ def guarded_replay_check(script: Script, captured: Captured, device: Any, index:
                          size: int | None = None) -> ReplayCheck:
     """The replay check; when it cannot finish (the step raised in its eager run, or the comparison itself
     failed), a ReplayCheck with status "error" that says why: the capture worked, whatever the check says."""
+    from cgtool.capture.compare_runs import inputs_label
+
+    label = inputs_label(script, index, steps)
     try:
         return check_replay(script, captured, device, index, steps, size)
     except ScriptRaised as raised:
         where = user_frames_of_traceback(raised.exc.__traceback__)
         at = f" at {where[-1].file}:{where[-1].line}" if where else ""
-        return ReplayCheck("error", f"inputs({index})", (), f"the step raised in the replay check's eager run{at} "
-                           f"({type(raised.exc).__name__}: {first_line(str(raised.exc))}); replay was not compared")
+        during = ("the script's inputs() raised while the replay check made its inputs" if raised.phase == "inputs"
+                  else "the step (or a replay) raised in the replay check")
+        return ReplayCheck("error", label, (), f"{during}{at} ({type(raised.exc).__name__}: "
+                           f"{first_line(str(raised.exc))}); replay was not compared", steps=steps)
     except Exception as exc:  # noqa: BLE001 - the check's own failure is reported, never as a failed capture
         import traceback
 
         traceback.print_exc()
-        return ReplayCheck("error", f"inputs({index})", (), f"the replay check could not compare replay with eager "
-                           f"({type(exc).__name__}: {first_line(str(exc))}); the capture itself worked")
+        return ReplayCheck("error", label, (), f"the replay check could not compare replay with eager "
+                           f"({type(exc).__name__}: {first_line(str(exc))}); the capture itself worked", steps=steps)
 
 
 def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modules: Any = None,

@@ -32,7 +32,7 @@ def verdict_kind(report: Report) -> str:
     if report.status == CPU_ONLY:
         return "bad" if any(f.severity == "error" for f in report.findings) else "cpu"
     bad = (report.errors or any(f.severity == "error" for f in report.findings)
-           or (report.replay is not None and report.replay.status == "mismatch"))
+           or (report.replay is not None and report.replay.status in ("mismatch", "error")))
     return "ok" if report.status in (CAPTURED, COMPILED) and not bad else "bad"
 
 

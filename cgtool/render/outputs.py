@@ -172,7 +172,9 @@ def _without_timeline_events(doc: dict[str, Any], written: dict[str, str]) -> di
     are 15,000 events, which would double the time to read and write the report (the bar: under a second)."""
     lines = doc.get("node_lines")
     if "timeline.json" in written and isinstance(lines, dict) and isinstance(lines.get("timeline"), dict):
-        lines["timeline"] = {"file": "timeline.json", "events": len(lines["timeline"].get("events", ()))}
+        # the file this run wrote: timeline.failed.json beside a kept timeline.json after an incomplete run
+        lines["timeline"] = {"file": os.path.basename(written["timeline.json"]),
+                             "events": len(lines["timeline"].get("events", ()))}
     return doc
 
 
@@ -187,6 +189,9 @@ def _write_html(report: Report, put: Put, written: dict[str, str], report_path: 
         written["report.html"] = put("report.html", render_report_html(report, read_sources(report_paths(report))))
     except CgtoolError as exc:
         report.skipped.append(Skip(OUTPUT_FILE, f"report.html: {exc.message}"))
+    except Exception as exc:  # noqa: BLE001 - a page the renderer cannot draw must never cost report.json
+        report.skipped.append(Skip(OUTPUT_FILE, f"report.html: the page could not be drawn ({type(exc).__name__}: "
+                                                f"{exc}); report.json is complete"))
 
 
 def _write_plan(report: Report, put: Put, written: dict[str, str]) -> None:
