@@ -202,3 +202,11 @@ def test_a_schema_2_report_still_reads_and_renders_as_before():
         render_findings([finding_], out)
         shown.append(out.export_text())
     assert shown[0] == shown[1] and "host [refuted: the real capture succeeded] (refuted by the capture)" in shown[0]
+
+
+def test_a_pre_schema_3_cpu_skip_sentence_reads_as_its_code():
+    """A decision reads a skipped entry's code: the one older sentence a renderer needs is mapped to it."""
+    from cgtool.model.report_parts import NO_CUDA, OLDER_REPORT, Skip
+
+    assert Skip.from_json("capture, graph, replay check and timing need a CUDA device").code == NO_CUDA
+    assert Skip.from_json("graph.svg: cannot write").code == OLDER_REPORT

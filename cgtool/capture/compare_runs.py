@@ -150,7 +150,7 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
     if first is not None:
         bad = ", ".join(f"`{d.name}`" for d in (first_bad or []) if not d.ok)
         note = "; ".join(x for x in (f"step {first} of {len(inputs)} differs" + (f" ({bad})" if bad else ""),
-                                     note if note.startswith(f"step {first}:") else "") if x)
+                                     note) if x)  # a note is only ever set at the step that ends the run
         return ReplayCheck("mismatch", label, tuple(first_bad or ()), note, steps=steps, first_differing_step=first,
                            counters=counters)
     return ReplayCheck("match", label, tuple(worst.values()), note, steps=steps, counters=counters)

@@ -16,7 +16,7 @@ from cgtool.model.finding import Finding
 from cgtool.model.graph_memory import GraphMemory
 from cgtool.model.node_profile import NodeProfile
 from cgtool.model.partial import ModuleMap, Piecewise
-from cgtool.model.report_parts import NO_CUDA, ErrorRecord, ReplayCheck, Skip, TensorDiff, Timings
+from cgtool.model.report_parts import NO_CUDA, NO_CUDA_TEXT, ErrorRecord, ReplayCheck, Skip, TensorDiff, Timings
 
 __all__ = ["ErrorRecord", "ReplayCheck", "Report", "Skip", "TensorDiff", "Timings"]
 
@@ -33,7 +33,7 @@ COMPILED = "compiled"  # the step is compiled with CUDA graphs: torch.compile's 
 CPU_ONLY = "cpu-only"  # no CUDA device: the script ran on CPU only
 SCRIPT_ERROR = "script-error"  # the script could not be loaded, or setup/inputs/step raised in warmup
 WORKER_FAILED = "worker-failed"  # the worker crashed, timed out, or was interrupted
-CPU_SKIPPED = Skip(NO_CUDA, "capture, graph, replay check and timing need a CUDA device")  # on a CPU-only run
+CPU_SKIPPED = Skip(NO_CUDA, NO_CUDA_TEXT)  # on a CPU-only run
 
 
 @dataclass

@@ -69,6 +69,8 @@ RULES_NOT_CHECKED = "rules-not-checked"  # a family of rules that this kind of r
 WHOLE_STEP = "whole-step"  # the CPU analysis of the whole step after a failed capture could not finish
 OUTPUT_FILE = "output-file"  # an output file (a picture, a DOT, the plan) could not be written or read
 OLDER_REPORT = "unknown"  # a skipped entry of a report older than schema 3 (plain text)
+NO_CUDA_TEXT = "capture, graph, replay check and timing need a CUDA device"  # the text of a CPU-only run's skip
+_OLDER_CODES = {NO_CUDA_TEXT: NO_CUDA}  # plain sentences of reports before schema 3 whose code a decision reads
 
 
 @dataclass(frozen=True)
@@ -84,8 +86,8 @@ class Skip:
     @classmethod
     def from_json(cls, d: dict[str, Any] | str) -> Skip:
         """A skipped entry of any readable schema: before schema 3 a plain sentence."""
-        if isinstance(d, str):
-            return cls(OLDER_REPORT, d)
+        if isinstance(d, str):  # the one sentence a decision needs is known by its code (a CPU run's own skip)
+            return cls(_OLDER_CODES.get(d, OLDER_REPORT), d)
         return cls(d["code"], d["text"])
 
 
