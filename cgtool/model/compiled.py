@@ -4,9 +4,10 @@ text parsing of torch's log records lives in model/compiled_logs.py (no torch, n
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
+from cgtool.model.codec import Record
 from cgtool.model.frame import Frame
 
 # Event kinds
@@ -21,7 +22,7 @@ FALLBACKS = (PENDING_BACKWARD, OVERWRITTEN)
 
 
 @dataclass(frozen=True)
-class CompileSite:
+class CompileSite(Record):
     """One torch.compile call (or decorator, Module.compile(), torch._dynamo.optimize) seen while the script ran,
     with the arguments it got and whether it asks for CUDA graphs."""
 
@@ -37,21 +38,9 @@ class CompileSite:
     library: bool = False  # the call is in a library's code, not the user's
     called_from: Frame | None = None  # the user's line that led to a library's compile call
 
-    def to_json(self) -> dict[str, Any]:
-        d = {f.name: getattr(self, f.name) for f in fields(self)}
-        d["called_from"] = None if self.called_from is None else self.called_from.to_json()
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> CompileSite:
-        cf = d.get("called_from")
-        return cls(d["file"], int(d["line"]), d.get("mode", ""), d.get("backend", ""), bool(d.get("cudagraphs")),
-                   d.get("source", ""), d.get("target", ""), d.get("form", "torch.compile"), d.get("phase", ""),
-                   bool(d.get("library")), None if cf is None else Frame.from_json(cf))
-
 
 @dataclass(frozen=True)
-class GraphBreak:
+class GraphBreak(Record):
     """A graph break dynamo made inside compiled code: the user's line, torch's reason, how often it was met."""
 
     frame: Frame | None
@@ -60,19 +49,9 @@ class GraphBreak:
     count: int = 1
     kind: str = ""  # item, branch, print, call, other: what the user did
 
-    def to_json(self) -> dict[str, Any]:
-        return {"frame": None if self.frame is None else self.frame.to_json(), "reason": self.reason,
-                "detail": self.detail, "count": self.count, "kind": self.kind}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> GraphBreak:
-        fr = d.get("frame")
-        return cls(None if fr is None else Frame.from_json(fr), d.get("reason", ""), d.get("detail", ""),
-                   int(d.get("count", 1)), d.get("kind", ""))
-
 
 @dataclass(frozen=True)
-class TreeFunction:
+class TreeFunction(Record):
     """One function of the trees (a compiled graph, or one partition of it; forward and backward apart)."""
 
     function_id: int
@@ -83,13 +62,6 @@ class TreeFunction:
     symint_key: str | None = None  # the dynamic-shape / int-input key this function stands for
     rerecords: int = 0  # unexpected re-records torch counted (num_rerecord)
 
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> TreeFunction:
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
-
 
 # CompiledEvent.guard_on: what a failed recompile guard checks
 GUARD_SIZE = "size"  # a tensor's size ("size mismatch"): a graph per shape once dynamo makes it a symbol
@@ -97,7 +69,7 @@ GUARD_VALUE = "value"  # a Python int's value (`== 8`): a graph per distinct val
 
 
 @dataclass(frozen=True)
-class CompiledEvent:
+class CompiledEvent(Record):
     """A skip, a re-record, a fallback or a warning, with torch's reason and the user's line where known."""
 
     kind: str
@@ -111,20 +83,18 @@ class CompiledEvent:
     guard: str = ""
     guard_on: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "reason": self.reason, "message": self.message, "count": self.count,
-                "frame": None if self.frame is None else self.frame.to_json(),
-                **({"function": self.function, "guard": self.guard, "guard_on": self.guard_on} if self.function else {})}
+    JSON_ORDER = ("kind", "reason", "message", "count", "frame", "function", "guard", "guard_on")
 
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> CompiledEvent:
-        fr = d.get("frame")
-        return cls(d["kind"], d["reason"], d.get("message", ""), None if fr is None else Frame.from_json(fr),
-                   int(d.get("count", 1)), d.get("function", ""), d.get("guard", ""), d.get("guard_on", ""))
+    def json_out(self, d: dict[str, Any]) -> dict[str, Any]:
+        """A recompile's function, guard and guard_on; no such keys for the other kinds."""
+        if not self.function:
+            for key in ("function", "guard", "guard_on"):
+                del d[key]
+        return d
 
 
 @dataclass(frozen=True)
-class TreeGraph:
+class TreeGraph(Record):
     """One CUDA graph the trees recorded, as read through cuda-bindings."""
 
     graph_id: int
@@ -135,20 +105,18 @@ class TreeGraph:
     dot: str | None = None  # the file written for it (graph.dot, graph-2.dot, ...)
     error: str | None = None  # why it could not be read
 
-    def to_json(self) -> dict[str, Any]:
-        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "kernels": [list(k) for k in self.kernels]}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> TreeGraph:
-        return cls(int(d["graph_id"]), int(d["function_id"]), int(d.get("nodes", 0)), int(d.get("kernel_nodes", 0)),
-                   tuple((str(n), int(c)) for n, c in d.get("kernels", [])), d.get("dot"), d.get("error"))
-
 
 @dataclass
-class CompiledRun:
+class CompiledRun(Record):
     """The `compiled` section of a report."""
 
-    mode: str  # how the step ran: "torch.compile reduce-overhead (CUDAGraph Trees)", ...
+    JSON_ORDER = ("mode", "sites", "observed", "functions", "events", "graphs", "graphs_recorded", "iterations",
+                  "kernels_in_graphs", "kernels_outside", "kernel_share", "us_in_graphs", "us_outside", "triton_kernels",
+                  "pool_bytes", "pool_allocated_bytes", "breaks", "dynamo_graphs", "first_steady_s", "captured_by",
+                  "timings_us", "timing_method", "observe_cost", "notes")
+    JSON_COMPUTED = {"graphs_recorded": lambda r: r.graphs_recorded, "kernel_share": lambda r: r.kernel_share}
+
+    mode: str = ""  # how the step ran: "torch.compile reduce-overhead (CUDAGraph Trees)", ...
     sites: list[CompileSite] = field(default_factory=list)
     observed: bool = False  # True: the trees were watched on a GPU; False: only the compile calls are known
     functions: list[TreeFunction] = field(default_factory=list)
@@ -188,61 +156,6 @@ class CompiledRun:
 
     def of_kind(self, *kinds: str) -> list[CompiledEvent]:
         return [e for e in self.events if e.kind in kinds]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "sites": [s.to_json() for s in self.sites],
-            "observed": self.observed,
-            "functions": [f.to_json() for f in self.functions],
-            "events": [e.to_json() for e in self.events],
-            "graphs": [g.to_json() for g in self.graphs],
-            "graphs_recorded": self.graphs_recorded,
-            "iterations": self.iterations,
-            "kernels_in_graphs": self.kernels_in_graphs,
-            "kernels_outside": self.kernels_outside,
-            "kernel_share": self.kernel_share,
-            "us_in_graphs": self.us_in_graphs,
-            "us_outside": self.us_outside,
-            "triton_kernels": self.triton_kernels,
-            "pool_bytes": self.pool_bytes,
-            "pool_allocated_bytes": self.pool_allocated_bytes,
-            "breaks": [b.to_json() for b in self.breaks],
-            "dynamo_graphs": self.dynamo_graphs,
-            "first_steady_s": self.first_steady_s,
-            "captured_by": self.captured_by,
-            "timings_us": dict(self.timings_us),
-            "timing_method": self.timing_method,
-            "observe_cost": self.observe_cost,
-            "notes": list(self.notes),
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> CompiledRun:
-        return cls(
-            mode=d.get("mode", ""),
-            sites=[CompileSite.from_json(s) for s in d.get("sites", [])],
-            observed=bool(d.get("observed")),
-            functions=[TreeFunction.from_json(f) for f in d.get("functions", [])],
-            events=[CompiledEvent.from_json(e) for e in d.get("events", [])],
-            graphs=[TreeGraph.from_json(g) for g in d.get("graphs", [])],
-            iterations=int(d.get("iterations", 0)),
-            kernels_in_graphs=d.get("kernels_in_graphs"),
-            kernels_outside=d.get("kernels_outside"),
-            us_in_graphs=d.get("us_in_graphs"),
-            us_outside=d.get("us_outside"),
-            triton_kernels=int(d.get("triton_kernels", 0)),
-            pool_bytes=d.get("pool_bytes"),
-            pool_allocated_bytes=d.get("pool_allocated_bytes"),
-            breaks=[GraphBreak.from_json(b) for b in d.get("breaks", [])],
-            dynamo_graphs=d.get("dynamo_graphs"),
-            first_steady_s=d.get("first_steady_s"),
-            captured_by=d.get("captured_by", "trees"),
-            timings_us={k: float(v) for k, v in (d.get("timings_us") or {}).items()},
-            timing_method=d.get("timing_method", ""),
-            observe_cost=d.get("observe_cost"),
-            notes=list(d.get("notes", [])),
-        )
 
 
 def wants_cudagraphs(sites: list[CompileSite]) -> bool:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
+
+from cgtool.model.codec import Record
 
 
 # Finding.evidence values: what the real capture and replay on the GPU said about a finding from the trace.
@@ -49,7 +50,7 @@ ORIGINS = (CPU_TRACE, GPU_TRACE, GPU_CAPTURE, COMPILED, RANKS, SOURCE)
 
 
 @dataclass(frozen=True)
-class Finding:
+class Finding(Record):
     rule: str  # stable id, e.g. "CG101"
     category: str
     severity: str
@@ -69,16 +70,6 @@ class Finding:
     # None for observations of the real run
     predicts: str | None = None
     reason: str | None = None  # why `evidence` is what it is, where a verdict says more than its word
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Finding:
-        """A finding from report.json, of any readable schema: before schema 3 a finding had no kind, origin,
-        predicts or reason (its verdict's reason was part of `message`): they read as None."""
-        values: dict[str, Any] = {k: data.get(k) for k in cls.__dataclass_fields__}
-        return cls(**values)
 
     @property
     def status(self) -> str:

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from cgtool.model.codec import Record
 
 
 @dataclass(frozen=True)
-class Frame:
+class Frame(Record):
     """One frame of the user's code."""
 
     file: str
     line: int
     function: str
     source: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"file": self.file, "line": self.line, "function": self.function, "source": self.source}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Frame:
-        return cls(d["file"], int(d["line"]), d.get("function", ""), d.get("source", ""))

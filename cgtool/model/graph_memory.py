@@ -10,6 +10,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from cgtool.model.codec import Record
+
 
 def pool_from_segments(segments: Iterable[dict[str, Any]], pool_id: tuple[int, int]) -> tuple[int, int]:
     """(reserved, allocated) bytes of the segments of one private pool: what the pool holds from the driver,
@@ -25,7 +27,7 @@ def pool_from_segments(segments: Iterable[dict[str, Any]], pool_id: tuple[int, i
 
 
 @dataclass(frozen=True)
-class GraphMemory:
+class GraphMemory(Record):
     """One graph's memory, in bytes. `pool_reserved` is what replay keeps held while the graph lives."""
 
     pool_reserved: int  # segments of the graph's private pool (allocator snapshot)
@@ -42,21 +44,9 @@ class GraphMemory:
         """Bytes the recipe's pool holds beyond cgtool's (warmup and capture on one stream)."""
         return None if self.recipe_pool_reserved is None else self.recipe_pool_reserved - self.pool_reserved
 
-    def to_json(self) -> dict[str, Any]:
-        return {"pool_reserved": self.pool_reserved, "pool_allocated": self.pool_allocated,
-                "static_input_bytes": self.static_input_bytes, "static_output_bytes": self.static_output_bytes,
-                "capture_peak_bytes": self.capture_peak_bytes, "recipe_pool_reserved": self.recipe_pool_reserved}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> GraphMemory:
-        peak, recipe = d.get("capture_peak_bytes"), d.get("recipe_pool_reserved")
-        return cls(int(d["pool_reserved"]), int(d["pool_allocated"]), int(d.get("static_input_bytes", 0)),
-                   int(d.get("static_output_bytes", 0)), None if peak is None else int(peak),
-                   None if recipe is None else int(recipe))
-
 
 @dataclass(frozen=True)
-class SharedPool:
+class SharedPool(Record):
     """Every size of a sweep captured again into one pool, largest first (as vLLM and SGLang do)."""
 
     sizes: tuple[int, ...]  # in capture order
@@ -64,15 +54,6 @@ class SharedPool:
     pool_allocated: int
     capture_ms: float  # all captures together
     separate_reserved: int  # the sum of the sizes' own pools, for contrast
-
-    def to_json(self) -> dict[str, Any]:
-        return {"sizes": list(self.sizes), "pool_reserved": self.pool_reserved, "pool_allocated": self.pool_allocated,
-                "capture_ms": self.capture_ms, "separate_reserved": self.separate_reserved}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> SharedPool:
-        return cls(tuple(int(s) for s in d["sizes"]), int(d["pool_reserved"]), int(d["pool_allocated"]),
-                   float(d["capture_ms"]), int(d["separate_reserved"]))
 
 
 __all__ = ["GraphMemory", "SharedPool", "pool_from_segments"]

@@ -6,11 +6,12 @@ versions it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cgtool.errors import CTRL_C
+from cgtool.model.codec import Record, meta
 from cgtool.model.exit_codes import lint_exit
 from cgtool.model.finding import Finding
 
@@ -26,7 +27,7 @@ ERROR = "error"  # the script could not be analysed (load failure, crash, timeou
 
 
 @dataclass(frozen=True)
-class ScriptResult:
+class ScriptResult(Record):
     """What lint learned about one script."""
 
     path: str  # the script as given or found, e.g. "samples/train_step.py"
@@ -47,43 +48,21 @@ class ScriptResult:
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "entry": self.entry,
-            "status": self.status,
-            "device": self.device,
-            "findings": [f.to_json() for f in self.findings],
-            "errors": list(self.errors),
-            "skipped_rules": list(self.skipped_rules),
-            "skipped_reason": self.skipped_reason,
-            "ranks_unchecked": list(self.ranks_unchecked),
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ScriptResult:
-        return cls(
-            path=d["path"],
-            entry=d.get("entry", "step"),
-            status=d.get("status", ANALYSED),
-            device=d.get("device", "cpu"),
-            findings=[Finding.from_json(f) for f in d.get("findings", [])],
-            errors=list(d.get("errors", [])),
-            skipped_rules=list(d.get("skipped_rules", [])),
-            skipped_reason=d.get("skipped_reason", ""),
-            ranks_unchecked=list(d.get("ranks_unchecked", [])),
-        )
-
 
 @dataclass(frozen=True)
-class LintResult:
+class LintResult(Record):
     """Everything one `cgtool lint` run found, in the order the scripts were analysed."""
 
+    JSON_ORDER = ("schema", "cgtool_version", "device", "summary", "scripts", "unchecked")
+    JSON_COMPUTED = {"schema": lambda _: LINT_SCHEMA_VERSION, "summary": lambda r: r.summary}
+
     scripts: list[ScriptResult] = field(default_factory=list)
-    version: str = ""  # cgtool version
+    version: str = field(default="", metadata=meta(key="cgtool_version"))  # cgtool version
     device: str = "cpu"  # "cuda" when the run had a GPU, else "cpu"
-    interrupted: bool = False  # stopped by Ctrl-C, SIGTERM or SIGHUP: `scripts` holds what finished before it
-    stop: str = CTRL_C  # what stopped an interrupted run: "Ctrl-C", "SIGTERM" or "SIGHUP" (errors.interrupted)
+    # stopped by Ctrl-C, SIGTERM or SIGHUP: `scripts` holds what finished before it (JSON: in `summary`)
+    interrupted: bool = field(default=False, metadata=meta(written=False))
+    # what stopped an interrupted run: "Ctrl-C", "SIGTERM" or "SIGHUP" (errors.interrupted; JSON: in `summary`)
+    stop: str = field(default=CTRL_C, metadata=meta(written=False))
     unchecked: list[str] = field(default_factory=list)  # scripts found but not analysed (interrupted)
 
     def findings(self) -> Iterator[tuple[ScriptResult, Finding]]:
@@ -134,36 +113,27 @@ class LintResult:
         there is no error-severity finding and every script was analysed, 1 otherwise."""
         return lint_exit(self.interrupted, self.error_count, len(self.failed_scripts), self.stop)
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def summary(self) -> dict[str, Any]:
+        """The counts and the exit code, as the JSON's `summary` has them."""
         return {
-            "schema": LINT_SCHEMA_VERSION,
-            "cgtool_version": self.version,
-            "device": self.device,
-            "summary": {
-                "scripts": len(self.scripts),
-                "failed_scripts": len(self.failed_scripts),
-                "errors": self.error_count,
-                "warnings": self.warning_count,
-                "infos": self.info_count,
-                "skipped_rules": self.skipped_rules,
-                "exit_code": self.exit_code,
-                "interrupted": self.interrupted,
-                "interrupted_by": self.stop if self.interrupted else None,
-            },
-            "scripts": [s.to_json() for s in self.scripts],
-            "unchecked": list(self.unchecked),
+            "scripts": len(self.scripts),
+            "failed_scripts": len(self.failed_scripts),
+            "errors": self.error_count,
+            "warnings": self.warning_count,
+            "infos": self.info_count,
+            "skipped_rules": self.skipped_rules,
+            "exit_code": self.exit_code,
+            "interrupted": self.interrupted,
+            "interrupted_by": self.stop if self.interrupted else None,
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> LintResult:
-        schema = d.get("schema")
+    def json_in(cls, d: Any) -> Mapping[str, Any]:
+        """Checks the schema; `interrupted` and what stopped the run come from `summary`."""
+        schema = d.get("schema") if isinstance(d, Mapping) else None
         if schema not in READABLE_LINT_SCHEMAS:
             raise ValueError(f"lint result schema {schema!r} is not a supported version {READABLE_LINT_SCHEMAS}")
-        return cls(
-            scripts=[ScriptResult.from_json(s) for s in d.get("scripts", [])],
-            version=d.get("cgtool_version", ""),
-            device=d.get("device", "cpu"),
-            interrupted=bool(d.get("summary", {}).get("interrupted", False)),
-            stop=str(d.get("summary", {}).get("interrupted_by") or CTRL_C),
-            unchecked=list(d.get("unchecked", [])),
-        )
+        summary = d.get("summary", {})
+        return {**d, "interrupted": bool(summary.get("interrupted", False)),
+                "stop": str(summary.get("interrupted_by") or CTRL_C)}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from cgtool.graph.model import Graph
 from cgtool.graph.node_align import ReplayTimes, event_key, match, node_key, timed_nodes
+from cgtool.model.codec import Record, is_empty, is_negative, is_none, meta, rounded
 from cgtool.model.frame import Frame
 from cgtool.model.timeline import Timeline
 from cgtool.model.trace import OpRecord
@@ -27,34 +27,19 @@ GROUPS = ("line", "source", "module")  # NodeProfile.totals(by=...)
 
 
 @dataclass(frozen=True)
-class NodeSource:
+class NodeSource(Record):
     """One node: the op that made it, the user's line (`frame`), the library line that issued the op (`lib`),
     the innermost running module, how that was found, and its median GPU time in replay (None: not timed)."""
 
+    JSON_ORDER = ("node", "how", "op", "module", "frame", "lib", "us")
+
     node: int
-    op: str = ""
-    frame: int = -1  # index into NodeProfile.frames
-    lib: int = -1
-    module: str = ""
+    op: str = field(default="", metadata=meta(omit=is_empty))
+    frame: int = field(default=-1, metadata=meta(omit=is_negative))  # index into NodeProfile.frames
+    lib: int = field(default=-1, metadata=meta(omit=is_negative))
+    module: str = field(default="", metadata=meta(omit=is_empty))
     how: str = NOT_MAPPED
-    us: float | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"node": self.node, "how": self.how}
-        for k in ("op", "module"):
-            if getattr(self, k):
-                d[k] = getattr(self, k)
-        for k in ("frame", "lib"):
-            if getattr(self, k) >= 0:
-                d[k] = getattr(self, k)
-        if self.us is not None:
-            d["us"] = round(self.us, 3)
-        return d
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> NodeSource:
-        return cls(int(d["node"]), d.get("op", ""), int(d.get("frame", -1)), int(d.get("lib", -1)),
-                   d.get("module", ""), d.get("how", NOT_MAPPED), d.get("us"))
+    us: float | None = field(default=None, metadata=meta(omit=is_none, write=rounded(3)))
 
 
 @dataclass(frozen=True)
@@ -70,36 +55,35 @@ class LineTotal:
 
 
 @dataclass(frozen=True)
-class EagerLine:
+class EagerLine(Record):
     """A line whose eager time was mostly launch overhead: the CPU time of the aten ops that launched its kernels
     in one profiled eager step passed their GPU time; `replay_us` is its nodes' GPU time in replay."""
 
     frame: int  # index into NodeProfile.frames (the library's line where a library issued the op)
-    cpu_us: float
-    gpu_us: float
-    replay_us: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"frame": self.frame, "cpu_us": round(self.cpu_us, 3), "gpu_us": round(self.gpu_us, 3),
-                "replay_us": round(self.replay_us, 3)}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> EagerLine:
-        return cls(int(d["frame"]), float(d["cpu_us"]), float(d["gpu_us"]), float(d["replay_us"]))
+    cpu_us: float = field(metadata=meta(write=rounded(3)))
+    gpu_us: float = field(metadata=meta(write=rounded(3)))
+    replay_us: float = field(metadata=meta(write=rounded(3)))
 
 
 @dataclass
-class NodeProfile:
+class NodeProfile(Record):
+    JSON_ORDER = ("frames", "nodes", "unmapped", "replays", "replay_us", "timed_us", "unmatched_events", "kernels",
+                  "kernels_mapped", "eager_lines", "timeline")
+    JSON_COMPUTED = {"timed_us": lambda p: round(p.timed_us, 3)}
+
     frames: list[Frame] = field(default_factory=list)
     nodes: list[NodeSource] = field(default_factory=list)
     unmapped: dict[str, int] = field(default_factory=dict)  # reason -> timed nodes without a line
     replays: int = 0
-    replay_us: float = 0.0  # median busy GPU time of one replay (its events' durations summed)
+    # median busy GPU time of one replay (its events' durations summed)
+    replay_us: float = field(default=0.0, metadata=meta(write=rounded(3)))
     unmatched_events: int = 0
     kernels: int = 0  # kernel nodes of the graph
     kernels_mapped: int = 0  # of them, with a user line
-    eager: list[EagerLine] = field(default_factory=list)  # launch-bound lines, most CPU time over replay first
-    timeline: Timeline | None = None  # the profiled replays and eager step, event by event (timeline.json)
+    # launch-bound lines, most CPU time over replay first
+    eager: list[EagerLine] = field(default_factory=list, metadata=meta(key="eager_lines"))
+    # the profiled replays and eager step, event by event (timeline.json)
+    timeline: Timeline | None = field(default=None, metadata=meta(omit=is_none))
 
     @property
     def timed_us(self) -> float:
@@ -130,22 +114,6 @@ class NodeProfile:
     def where(self, frame: int) -> str:
         f = self.frames[frame]
         return f"{f.file}:{f.line}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"frames": [f.to_json() for f in self.frames], "nodes": [n.to_json() for n in self.nodes],
-                "unmapped": dict(self.unmapped), "replays": self.replays, "replay_us": round(self.replay_us, 3),
-                "timed_us": round(self.timed_us, 3), "unmatched_events": self.unmatched_events,
-                "kernels": self.kernels, "kernels_mapped": self.kernels_mapped,
-                "eager_lines": [e.to_json() for e in self.eager],
-                **({"timeline": self.timeline.to_json()} if self.timeline is not None else {})}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> NodeProfile:
-        return cls([Frame.from_json(f) for f in d.get("frames", ())], [NodeSource.from_json(n) for n in d.get("nodes", ())],
-                   dict(d.get("unmapped", {})), int(d.get("replays", 0)), float(d.get("replay_us", 0.0)),
-                   int(d.get("unmatched_events", 0)), int(d.get("kernels", 0)), int(d.get("kernels_mapped", 0)),
-                   [EagerLine.from_json(e) for e in d.get("eager_lines", ())],
-                   Timeline.from_json(d["timeline"]) if d.get("timeline") else None)
 
 
 # One row per aten op seen while capturing: (index of the traced op, op name, node count before, after, module path)

@@ -3,9 +3,11 @@ how each rank ended, and the merged report (docs/report-schema.md, "Distributed 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cgtool.model.codec import Record, meta
 from cgtool.model.finding import Finding
 from cgtool.model.frame import Frame
 from cgtool.model.report import ErrorRecord, Report
@@ -22,13 +24,11 @@ STOPPED = "stopped"  # killed (by the launcher after another rank failed, or by 
 NOT_STARTED = "not-started"  # the launcher never started it (or it died before announcing itself)
 
 
-def _frame(d: dict[str, Any] | None) -> Frame | None:
-    return None if not d else Frame.from_json(d)
-
-
 @dataclass(frozen=True)
-class Collective:
+class Collective(Record):
     """One torch.distributed call a rank made (recorded before it ran, so a call that hangs is recorded too)."""
+
+    JSON_ORDER = ("index", "phase", "iteration", "op", "detail", "capturing", "frame")
 
     index: int  # order among this rank's calls in `phase`
     phase: str  # warmup, capture (the captured iteration), replay-check, timing, setup, ...
@@ -38,35 +38,21 @@ class Collective:
     frame: Frame | None = None  # the user's line
     iteration: int = -1  # which call of the step (0-based over the whole run); -1 outside a step
 
-    def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "phase": self.phase, "iteration": self.iteration, "op": self.op,
-                "detail": self.detail, "capturing": self.capturing,
-                "frame": None if self.frame is None else self.frame.to_json()}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Collective:
-        return cls(int(d["index"]), d["phase"], d["op"], d.get("detail", ""), d.get("capturing"), _frame(d.get("frame")),
-                   int(d.get("iteration", -1)))
-
 
 @dataclass(frozen=True)
-class DdpWrap:
+class DdpWrap(Record):
     """A DistributedDataParallel construction: where, and whether the current stream was the default stream."""
 
     frame: Frame | None
     on_default_stream: bool | None  # None: unknown (CPU run)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"frame": None if self.frame is None else self.frame.to_json(), "on_default_stream": self.on_default_stream}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> DdpWrap:
-        return cls(_frame(d.get("frame")), d.get("on_default_stream"))
-
 
 @dataclass
-class RankResult:
+class RankResult(Record):
     """One rank: its own report (None when it was stopped first) and what its event file recorded."""
+
+    JSON_ORDER = ("rank", "ended", "phase", "exit", "summary", "facts", "collectives", "ddp", "report", "output",
+                  "divergence")
 
     rank: int
     report: Report | None = None
@@ -86,25 +72,15 @@ class RankResult:
     def failed(self) -> bool:
         return self.report is None or bool(self.report.errors) or self.report.status not in ("captured", "cpu-only")
 
-    def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "ended": self.ended, "phase": self.phase, "exit": self.exit,
-                "summary": self.summary, "facts": self.facts,
-                "collectives": [c.to_json() for c in self.collectives], "ddp": [d.to_json() for d in self.ddp],
-                "report": None if self.report is None else self.report.to_json(), "output": self.output,
-                "divergence": self.divergence}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> RankResult:
-        return cls(int(d["rank"]), None if d.get("report") is None else Report.from_json(d["report"]),
-                   d.get("ended", NOT_STARTED), d.get("phase", ""), d.get("exit", ""),
-                   [Collective.from_json(c) for c in d.get("collectives", [])],
-                   [DdpWrap.from_json(x) for x in d.get("ddp", [])], dict(d.get("facts", {})), d.get("output", ""),
-                   dict(d.get("summary", {})), d.get("divergence"))
-
 
 @dataclass
-class DistReport:
+class DistReport(Record):
     """The merged report of N ranks: per rank, across ranks (findings, graph diffs), the step time."""
+
+    JSON_ORDER = ("schema", "kind", "cgtool_version", "script", "entry", "world_size", "status", "wall_s", "launcher",
+                  "settings", "step", "findings", "errors", "graph_diffs", "outputs", "ranks")
+    JSON_COMPUTED = {"schema": lambda _: DIST_SCHEMA_VERSION, "kind": lambda _: "distributed",
+                     "status": lambda r: r.status}
 
     script: str
     entry: str
@@ -116,9 +92,15 @@ class DistReport:
     step: dict[str, Any] = field(default_factory=dict)  # eager_us, replay_us (slowest rank each), speedup
     settings: dict[str, Any] = field(default_factory=dict)
     launcher: list[str] = field(default_factory=list)  # the command that started the ranks
-    wall_s: float = 0.0
+    wall_s: float = field(default=0.0, metadata=meta(write=lambda s: round(s, 2)))
     outputs: dict[str, str] = field(default_factory=dict)
     cgtool_version: str = ""
+
+    @classmethod
+    def json_in(cls, d: Any) -> Mapping[str, Any]:
+        if not isinstance(d, Mapping) or d.get("schema") != DIST_SCHEMA_VERSION or d.get("kind") != "distributed":
+            raise ValueError("not a distributed report of the supported schema")
+        return d
 
     @property
     def status(self) -> str:
@@ -136,21 +118,3 @@ class DistReport:
                 seen.add(key)
                 out.append(f)
         return out
-
-    def to_json(self) -> dict[str, Any]:
-        return {"schema": DIST_SCHEMA_VERSION, "kind": "distributed", "cgtool_version": self.cgtool_version,
-                "script": self.script, "entry": self.entry, "world_size": self.world_size, "status": self.status,
-                "wall_s": round(self.wall_s, 2), "launcher": list(self.launcher), "settings": self.settings,
-                "step": self.step, "findings": [f.to_json() for f in self.findings],
-                "errors": [e.to_json() for e in self.errors], "graph_diffs": self.graph_diffs,
-                "outputs": dict(self.outputs), "ranks": [r.to_json() for r in self.ranks]}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> DistReport:
-        if d.get("schema") != DIST_SCHEMA_VERSION or d.get("kind") != "distributed":
-            raise ValueError("not a distributed report of the supported schema")
-        return cls(d["script"], d["entry"], int(d["world_size"]), [RankResult.from_json(r) for r in d.get("ranks", [])],
-                   [Finding.from_json(f) for f in d.get("findings", [])],
-                   [ErrorRecord.from_json(e) for e in d.get("errors", [])], dict(d.get("graph_diffs", {})),
-                   dict(d.get("step", {})), dict(d.get("settings", {})), list(d.get("launcher", [])),
-                   float(d.get("wall_s", 0.0)), dict(d.get("outputs", {})), d.get("cgtool_version", ""))

@@ -6,11 +6,13 @@ schema is versioned (SCHEMA_VERSION) and documented in docs/report-schema.md.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from cgtool.graph.model import Graph
 from cgtool.graph.summary_counts import graph_counts
+from cgtool.model.codec import Record, meta
 from cgtool.model.compiled import CompiledRun
 from cgtool.model.finding import Finding
 from cgtool.model.graph_memory import GraphMemory
@@ -37,14 +39,20 @@ CPU_SKIPPED = Skip(NO_CUDA, NO_CUDA_TEXT)  # on a CPU-only run
 
 
 @dataclass
-class Report:
+class Report(Record):
+    # The keys of report.json in order: a new field takes its place here (the codec refuses a field left out)
+    JSON_ORDER = ("schema", "cgtool_version", "script", "entry", "status", "device", "environment", "settings", "graph",
+                  "replay", "timings", "memory", "piecewise", "modules", "compiled", "node_lines", "findings", "errors",
+                  "skipped", "outputs", "script_output")
+    JSON_COMPUTED = {"schema": lambda _: SCHEMA_VERSION}
+
     script: str
     entry: str
     status: str = SCRIPT_ERROR
     device: str = "cpu"
     environment: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)  # warmup, capture mode, ...
-    graph: Graph | None = None
+    graph: Graph | None = field(default=None, metadata=meta(write=lambda g: _graph_json(g)))  # with its `counts`
     replay: ReplayCheck | None = None
     timings: Timings | None = None
     memory: GraphMemory | None = None  # the captured graph's private pool and static buffers (allocator snapshot)
@@ -59,55 +67,15 @@ class Report:
     script_output: str = ""  # the tail of what the script printed
     cgtool_version: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA_VERSION,
-            "cgtool_version": self.cgtool_version,
-            "script": self.script,
-            "entry": self.entry,
-            "status": self.status,
-            "device": self.device,
-            "environment": self.environment,
-            "settings": self.settings,
-            "graph": None if self.graph is None else {**self.graph.to_json(), "counts": graph_counts(self.graph)},
-            "replay": None if self.replay is None else self.replay.to_json(),
-            "timings": None if self.timings is None else self.timings.to_json(),
-            "memory": None if self.memory is None else self.memory.to_json(),
-            "piecewise": None if self.piecewise is None else self.piecewise.to_json(),
-            "modules": None if self.modules is None else self.modules.to_json(),
-            "compiled": None if self.compiled is None else self.compiled.to_json(),
-            "node_lines": None if self.node_lines is None else self.node_lines.to_json(),
-            "findings": [f.to_json() for f in self.findings],
-            "errors": [e.to_json() for e in self.errors],
-            "skipped": [s.to_json() for s in self.skipped],
-            "outputs": dict(self.outputs),
-            "script_output": self.script_output,
-        }
-
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Report:
-        schema = d.get("schema")
+    def json_in(cls, d: Any) -> Mapping[str, Any]:
+        """report.json of any readable schema: 1 reads with `piecewise` and `modules` null, 1-2 `skipped` as
+        sentences (Skip.from_json)."""
+        schema = d.get("schema") if isinstance(d, Mapping) else None
         if schema not in READABLE_SCHEMAS:
             raise ValueError(f"report schema {schema!r} is not a supported version {READABLE_SCHEMAS}")
-        return cls(
-            script=d["script"],
-            entry=d["entry"],
-            status=d["status"],
-            device=d.get("device", "cpu"),
-            environment=d.get("environment", {}),
-            settings=d.get("settings", {}),
-            graph=None if d.get("graph") is None else Graph.from_json(d["graph"]),
-            replay=None if d.get("replay") is None else ReplayCheck.from_json(d["replay"]),
-            timings=None if d.get("timings") is None else Timings.from_json(d["timings"]),
-            memory=None if d.get("memory") is None else GraphMemory.from_json(d["memory"]),
-            piecewise=None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"]),
-            modules=None if d.get("modules") is None else ModuleMap.from_json(d["modules"]),
-            compiled=None if d.get("compiled") is None else CompiledRun.from_json(d["compiled"]),
-            node_lines=None if d.get("node_lines") is None else NodeProfile.from_json(d["node_lines"]),
-            findings=[Finding.from_json(f) for f in d.get("findings", [])],
-            errors=[ErrorRecord.from_json(e) for e in d.get("errors", [])],
-            skipped=[Skip.from_json(s) for s in d.get("skipped", [])],
-            outputs=dict(d.get("outputs", {})),
-            script_output=d.get("script_output", ""),
-            cgtool_version=d.get("cgtool_version", ""),
-        )
+        return super().json_in(d)
+
+
+def _graph_json(graph: Graph | None) -> dict[str, Any] | None:
+    return None if graph is None else {**graph.to_json(), "counts": graph_counts(graph)}

@@ -3,14 +3,16 @@ tensors, eager-versus-replay timings. Re-exported by cgtool.model.report."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from cgtool.model.codec import Record, decode, is_empty, meta
 from cgtool.model.frame import Frame
 
 
 @dataclass(frozen=True)
-class ErrorRecord:
+class ErrorRecord(Record):
     """Something that went wrong in a phase, with the user's frames (innermost last)."""
 
     phase: str  # load, setup, inputs, warmup, capture, read-graph, replay, timing, worker, output
@@ -20,7 +22,7 @@ class ErrorRecord:
     cuda_error: str | None = None  # e.g. "cudaErrorStreamCaptureInvalidated", when one was named
     # a failed capture (GPU): the user's lines ("file:line") where the capture issued work before it failed, and
     # got past; the checks refute a capture-fails finding at such a line (checks/verdict.py)
-    passed: tuple[str, ...] = ()
+    passed: tuple[str, ...] = field(default=(), metadata=meta(omit=is_empty))
 
     @property
     def user_frame(self) -> Frame | None:
@@ -33,27 +35,6 @@ class ErrorRecord:
         if self.type == "usage":
             return ""
         return f"{self.type}{f' [{self.cuda_error}]' if self.cuda_error else ''}: "
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "phase": self.phase,
-            "type": self.type,
-            "message": self.message,
-            "frames": [f.to_json() for f in self.frames],
-            "cuda_error": self.cuda_error,
-            **({"passed": list(self.passed)} if self.passed else {}),
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ErrorRecord:
-        return cls(
-            phase=d["phase"],
-            type=d["type"],
-            message=d["message"],
-            frames=tuple(Frame.from_json(f) for f in d.get("frames", [])),
-            cuda_error=d.get("cuda_error"),
-            passed=tuple(d.get("passed", ())),
-        )
 
 
 # Skip.code values: what could not run, and why, as data (Skip.text says it in words)
@@ -74,25 +55,26 @@ _OLDER_CODES = {NO_CUDA_TEXT: NO_CUDA}  # plain sentences of reports before sche
 
 
 @dataclass(frozen=True)
-class Skip:
+class Skip(Record):
     """A phase or a group of checks that could not run: `code` (what and why, as data) and `text` (in words)."""
 
     code: str
     text: str
 
-    def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "text": self.text}
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | str) -> Skip:
+        """A skipped entry of any readable schema: before schema 3 a plain sentence."""
+        return decode(cls, d)
 
     @classmethod
-    def from_json(cls, d: dict[str, Any] | str) -> Skip:
-        """A skipped entry of any readable schema: before schema 3 a plain sentence."""
+    def json_in(cls, d: Any) -> Mapping[str, Any]:
         if isinstance(d, str):  # the one sentence a decision needs is known by its code (a CPU run's own skip)
-            return cls(_OLDER_CODES.get(d, OLDER_REPORT), d)
-        return cls(d["code"], d["text"])
+            return {"code": _OLDER_CODES.get(d, OLDER_REPORT), "text": d}
+        return super().json_in(d)
 
 
 @dataclass(frozen=True)
-class TensorDiff:
+class TensorDiff(Record):
     """Replay-versus-eager comparison of one output or state tensor."""
 
     name: str  # e.g. "output[0]", "state.model.fc1.weight"
@@ -105,17 +87,13 @@ class TensorDiff:
     # cuDNN algorithms); replay within NOISE_FACTOR times that counts as a match. 0 when eager repeats exactly.
     noise_abs: float = 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "shape": list(self.shape)}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> TensorDiff:
-        return cls(d["name"], tuple(d["shape"]), d["dtype"], float(d["max_abs"]), float(d["max_rel"]), bool(d["ok"]),
-                   float(d.get("noise_abs", 0.0)))
-
 
 @dataclass(frozen=True)
-class ReplayCheck:
+class ReplayCheck(Record):
+    JSON_ORDER = ("status", "inputs", "max_abs", "max_rel", "tensors", "note", "steps", "first_differing_step",
+                  "counters")
+    JSON_COMPUTED = {"max_abs": lambda r: r.max_abs, "max_rel": lambda r: r.max_rel}
+
     status: str  # "match", "mismatch", "skipped", "error"
     inputs: str  # which inputs were compared, e.g. "inputs(4)..inputs(9), fresh: 6 consecutive step(s) ..."
     tensors: tuple[TensorDiff, ...] = ()  # a match: each tensor's worst step; a mismatch: the first differing step's
@@ -134,28 +112,11 @@ class ReplayCheck:
     def max_rel(self) -> float:
         return max((t.max_rel for t in self.tensors), default=0.0)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "status": self.status,
-            "inputs": self.inputs,
-            "max_abs": self.max_abs,
-            "max_rel": self.max_rel,
-            "tensors": [t.to_json() for t in self.tensors],
-            "note": self.note,
-            "steps": self.steps,
-            "first_differing_step": self.first_differing_step,
-            "counters": list(self.counters),
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> ReplayCheck:
-        return cls(d["status"], d["inputs"], tuple(TensorDiff.from_json(t) for t in d.get("tensors", [])),
-                   d.get("note", ""), int(d.get("steps", 1)), d.get("first_differing_step"),
-                   tuple(d.get("counters", ())))
-
 
 @dataclass(frozen=True)
-class Timings:
+class Timings(Record):
+    JSON_COMPUTED = {"speedup": lambda t: t.speedup}
+
     eager_us: float  # median per-iteration time of the eager step
     replay_us: float  # median per-iteration time of graph replay
     iterations: int  # iterations per mode that the medians summarize
@@ -166,10 +127,3 @@ class Timings:
     @property
     def speedup(self) -> float:
         return self.eager_us / self.replay_us if self.replay_us > 0 else float("nan")
-
-    def to_json(self) -> dict[str, Any]:
-        return {**{f.name: getattr(self, f.name) for f in fields(self)}, "speedup": self.speedup}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Timings:
-        return cls(**{f.name: d[f.name] for f in fields(cls) if f.name in d})
