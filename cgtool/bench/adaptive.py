@@ -9,10 +9,10 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from cgtool.bench.cpu_load import quiet, quiet_limit
 from cgtool.bench.stats import Stats, batch_rel_ci, median_rel_ci
+from cgtool.model.codec import Record, finite, meta, null_as
 
 CONVERGED = "converged"  # every mode's (and clock's) CI within ±target (rel_ci: median and batch CIs)
 BUDGET = "budget"  # the time budget ran out (or the next round would overrun it)
@@ -42,7 +42,7 @@ RoundSamples = Block | Mapping[str, Sequence[float]] | Sequence[float]
 
 
 @dataclass(frozen=True)
-class RoundStatus:
+class RoundStatus(Record):
     """Where measuring stands after a round; given to on_progress (and sent across the worker pipe via to_json)."""
 
     rounds: int
@@ -50,7 +50,8 @@ class RoundStatus:
     budget_s: float
     iterations: int  # the fewest iterations among modes
     max_iterations: int
-    worst_rel_ci: float  # the widest relative CI (rel_ci) among modes and clocks (inf before one exists)
+    # the widest relative CI (rel_ci) among modes and clocks (inf before one exists; null in JSON)
+    worst_rel_ci: float = field(metadata=meta(write=finite, read=null_as(math.inf)))
     target_rel_ci: float | None
 
     @property
@@ -61,18 +62,9 @@ class RoundStatus:
             parts.append((self.target_rel_ci / self.worst_rel_ci) ** 2)
         return min(1.0, max(parts))
 
-    def to_json(self) -> dict[str, Any]:
-        worst = self.worst_rel_ci if math.isfinite(self.worst_rel_ci) else None
-        return {**self.__dict__, "worst_rel_ci": worst}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> RoundStatus:
-        worst = d.get("worst_rel_ci")
-        return cls(**{**d, "worst_rel_ci": math.inf if worst is None else float(worst)})
-
 
 @dataclass(frozen=True)
-class AdaptiveResult:
+class AdaptiveResult(Record):
     """All samples per mode and clock in measuring order, iterations per mode, and why measuring stopped."""
 
     samples: dict[str, dict[str, list[float]]]  # mode -> clock -> samples
@@ -98,15 +90,6 @@ class AdaptiveResult:
     def stats(self, mode: str, clock: str) -> Stats:
         """Statistics of the blocks run on a CPU at full speed."""
         return Stats.of(self.quiet_samples(mode, clock), self.confidence)
-
-    def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> AdaptiveResult:
-        samples = {m: {c: [float(x) for x in xs] for c, xs in clocks.items()} for m, clocks in d["samples"].items()}
-        return cls(**{**d, "samples": samples, "iterations": {m: int(n) for m, n in d["iterations"].items()},
-                      "probes": d.get("probes", {})})
 
 
 def round_order(round_index: int, modes: Sequence[str]) -> list[str]:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
 
 from cgtool.bench.estimate import Estimate
 from cgtool.bench.result import BenchReport
 from cgtool.bench.stats import Stats
+from cgtool.model.codec import Record
 
 # SizeChange.status values (with the PCT the comparison was made for)
 REGRESSED = "regressed"  # slower beyond both the CI and PCT: fails --fail-if-slower
@@ -48,7 +48,7 @@ def is_regression(change: Estimate, pct: float) -> bool:
 
 
 @dataclass(frozen=True)
-class SizeChange:
+class SizeChange(Record):
     """How replay time at one size moved from the baseline."""
 
     size: int | None
@@ -63,17 +63,12 @@ class SizeChange:
     def regressed(self, pct: float) -> bool:
         return is_regression(self.change, pct)
 
-    def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "change": self.change.to_json()}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> SizeChange:
-        return cls(**{**d, "change": Estimate.from_json(d["change"])})
-
 
 @dataclass(frozen=True)
-class Comparison:
+class Comparison(Record):
     """Every size both reports measured, the sizes only one did, and environment differences worth knowing."""
+
+    JSON_COMPUTED = {"regressed": lambda c: c.regressed()}
 
     changes: tuple[SizeChange, ...]
     pct: float  # the threshold the statuses were computed with (0 without --fail-if-slower)
@@ -87,26 +82,6 @@ class Comparison:
     def regressions(self, pct: float | None = None) -> list[SizeChange]:
         threshold = self.pct if pct is None else pct
         return [c for c in self.changes if c.regressed(threshold)]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "changes": [c.to_json() for c in self.changes],
-            "pct": self.pct,
-            "only_in_baseline": list(self.only_in_baseline),
-            "only_in_current": list(self.only_in_current),
-            "notes": list(self.notes),
-            "regressed": self.regressed(),
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Comparison:
-        return cls(
-            tuple(SizeChange.from_json(c) for c in d["changes"]),
-            float(d["pct"]),
-            tuple(d.get("only_in_baseline", [])),
-            tuple(d.get("only_in_current", [])),
-            tuple(d.get("notes", [])),
-        )
 
 
 def compare(current: BenchReport, baseline: BenchReport, pct: float = 0.0, clock: str = "gpu", confidence: float = 0.95) -> Comparison:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from cgtool.model.codec import Record
 
 # A probe this much slower than the run's fastest one marks its block as run on a slowed CPU. Probes of a CPU
 # at full speed spread about ±10% (timer interrupts, turbo); slowed ones were 1.3-2.2x on the H100 VM.
@@ -51,8 +52,10 @@ def quiet(samples: Sequence[float], probes: Sequence[float | None], limit: float
 
 
 @dataclass(frozen=True)
-class CpuLoad:
+class CpuLoad(Record):
     """What the probes saw over one measurement, and what the numbers were with every block counted."""
+
+    JSON_COMPUTED = {"slowed_fraction": lambda c: c.slowed_fraction, "untrustworthy": lambda c: c.untrustworthy}
 
     probe_floor_us: float  # the run's fastest probe: the CPU at full speed
     limit_us: float  # probes above this marked their block as slowed (QUIET_FACTOR x the floor)
@@ -82,10 +85,3 @@ class CpuLoad:
                     f"{self.probe_floor_us / self.machine_best_us:.1f}× the fastest seen on this machine "
                     f"({self.machine_best_us:.0f} µs)")
         return None
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "slowed_fraction": self.slowed_fraction, "untrustworthy": self.untrustworthy}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> CpuLoad:
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d or k != "machine_best_us"})

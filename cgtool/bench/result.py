@@ -6,7 +6,7 @@ All times are in microseconds unless the name says otherwise (capture_ms, instan
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from cgtool.bench.stats import (
     quantile,
     speedup_ci,
 )
+from cgtool.model.codec import Record, meta, null_as
 from cgtool.model.graph_memory import GraphMemory, SharedPool
 from cgtool.model.report import ErrorRecord
 
@@ -34,8 +35,12 @@ FLOOR_REPLAY_WALL = "replay-wall"  # replay's wall time itself, where noise put 
 
 
 @dataclass(frozen=True)
-class BenchResult:
+class BenchResult(Record):
     """Eager versus replay for one script (and one size of a sweep)."""
+
+    # derived, for readers of the JSON; reading recomputes them
+    JSON_COMPUTED = {"iterations": lambda r: r.iterations, "floor_us": lambda r: r.floor_us,
+                     "floor_source": lambda r: r.floor_source, "replay_floor_share": lambda r: r.replay_floor_share}
 
     script: str
     entry: str
@@ -49,7 +54,9 @@ class BenchResult:
     rounds: int
     elapsed_s: float
     target_rel_ci: float | None
-    batch_rel_ci: float | None = None  # the widest batch-medians CI of the four series (inf: too few samples)
+    # the widest batch-medians CI of the four series (inf: too few samples; null in JSON)
+    batch_rel_ci: float | None = field(default=None, metadata=meta(write=lambda x: None if x is None else finite(x),
+                                                                   read=null_as(math.inf)))
     gpu_floor_us: float | None = None  # GPU busy time per replay (union of its kernels' intervals), when profiled
     capture_ms: float | None = None
     instantiate_ms: float | None = None
@@ -177,60 +184,6 @@ class BenchResult:
         return ModeResult(mode, Stats.of(s[mode]["gpu"], rounds.confidence), Stats.of(s[mode]["wall"], rounds.confidence),
                           round(rounds.iterations[mode] * share))
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "script": self.script,
-            "entry": self.entry,
-            "size": self.size,
-            "eager": self.eager.to_json(),
-            "replay": self.replay.to_json(),
-            "speedup_gpu": self.speedup_gpu.to_json(),
-            "speedup_wall": self.speedup_wall.to_json(),
-            "overhead_saved_us": self.overhead_saved_us.to_json(),
-            "stopped_by": self.stopped_by,
-            "rounds": self.rounds,
-            "elapsed_s": self.elapsed_s,
-            "target_rel_ci": self.target_rel_ci,
-            "batch_rel_ci": None if self.batch_rel_ci is None else finite(self.batch_rel_ci),
-            "gpu_floor_us": self.gpu_floor_us,
-            "capture_ms": self.capture_ms,
-            "instantiate_ms": self.instantiate_ms,
-            "pool_bytes": self.pool_bytes,
-            "memory": self.memory.to_json() if self.memory else None,
-            "environment": self.environment,
-            "cpu_load": self.cpu_load.to_json() if self.cpu_load else None,
-            # Derived, for readers of the JSON; from_json recomputes them.
-            "iterations": self.iterations,
-            "floor_us": self.floor_us,
-            "floor_source": self.floor_source,
-            "replay_floor_share": self.replay_floor_share,
-        }
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> BenchResult:
-        return cls(
-            script=d["script"],
-            entry=d["entry"],
-            size=None if d.get("size") is None else int(d["size"]),
-            eager=ModeResult.from_json(d["eager"]),
-            replay=ModeResult.from_json(d["replay"]),
-            speedup_gpu=Estimate.from_json(d["speedup_gpu"]),
-            speedup_wall=Estimate.from_json(d["speedup_wall"]),
-            overhead_saved_us=Estimate.from_json(d["overhead_saved_us"]),
-            stopped_by=d["stopped_by"],
-            rounds=int(d["rounds"]),
-            elapsed_s=float(d["elapsed_s"]),
-            target_rel_ci=d.get("target_rel_ci"),
-            batch_rel_ci=None if "batch_rel_ci" not in d else math.inf if d["batch_rel_ci"] is None else float(d["batch_rel_ci"]),
-            gpu_floor_us=d.get("gpu_floor_us"),
-            capture_ms=d.get("capture_ms"),
-            instantiate_ms=d.get("instantiate_ms"),
-            pool_bytes=None if d.get("pool_bytes") is None else int(d["pool_bytes"]),
-            memory=GraphMemory.from_json(d["memory"]) if d.get("memory") else None,
-            environment=dict(d.get("environment", {})),
-            cpu_load=CpuLoad.from_json(d["cpu_load"]) if d.get("cpu_load") else None,
-        )
-
 
 def _ci_possible(n: int, confidence: float) -> bool:
     return n > 0 and median_ci_ranks(n, confidence)[2] + 1e-12 >= confidence
@@ -251,8 +204,11 @@ def _cpu_load(rounds: AdaptiveResult, used_all: bool, machine_best_us: float | N
 
 
 @dataclass(frozen=True)
-class BenchReport:
+class BenchReport(Record):
     """One `cgtool bench` run: a result per size (one without --sizes), the settings, and sizes that failed."""
+
+    JSON_ORDER = ("kind", "schema", "cgtool_version", "settings", "results", "errors", "shared_pool")
+    JSON_COMPUTED = {"kind": lambda _: BENCH_KIND, "schema": lambda _: BENCH_SCHEMA_VERSION}
 
     results: tuple[BenchResult, ...]
     settings: dict[str, Any] = field(default_factory=dict)  # warmup, l2_flush, budget_s, target, iters, sizes
@@ -267,19 +223,9 @@ class BenchReport:
     def result_for(self, size: int | None) -> BenchResult | None:
         return next((r for r in self.results if r.size == size), None)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": BENCH_KIND,
-            "schema": BENCH_SCHEMA_VERSION,
-            "cgtool_version": self.cgtool_version,
-            "settings": self.settings,
-            "results": [r.to_json() for r in self.results],
-            "errors": [e.to_json() for e in self.errors],
-            "shared_pool": self.shared_pool.to_json() if self.shared_pool else None,
-        }
-
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> BenchReport:
+    def json_in(cls, d: Any) -> Mapping[str, Any]:
+        """Only a bench report of this schema, with a list of results, reads."""
         if not isinstance(d, dict):
             raise ValueError("not a cgtool bench report (the JSON is not an object)")
         if d.get("kind") != BENCH_KIND:
@@ -288,11 +234,4 @@ class BenchReport:
             raise ValueError(f"bench report schema {d.get('schema')!r} is not the supported version {BENCH_SCHEMA_VERSION}")
         if not isinstance(d.get("results"), list) or not all(isinstance(r, dict) for r in d["results"]):
             raise ValueError("`results` must be a list of objects, one per size")
-        return cls(
-            results=tuple(BenchResult.from_json(r) for r in d["results"]),
-            settings=dict(d.get("settings", {})),
-            errors=tuple(ErrorRecord.from_json(e) for e in d.get("errors", [])),
-            cgtool_version=d.get("cgtool_version", ""),
-            shared_pool=SharedPool.from_json(d["shared_pool"]) if d.get("shared_pool") else None,
-        )
-
+        return d

@@ -8,9 +8,10 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
+
+from cgtool.model.codec import Record
 
 # Above this n the binomial tail is replaced by its normal approximation (error < 0.1 order statistic).
 _EXACT_BINOMIAL_MAX_N = 1000
@@ -129,8 +130,10 @@ def batch_ratio_ci(a: Sequence[float], b: Sequence[float], confidence: float = 0
 
 
 @dataclass(frozen=True)
-class Stats:
+class Stats(Record):
     """Summary of one series of timing samples (one mode, one clock)."""
+
+    JSON_COMPUTED = {"iqr": lambda s: s.iqr, "cv": lambda s: s.cv, "rel_ci": lambda s: _finite(s.rel_ci)}
 
     n: int
     median: float
@@ -193,15 +196,6 @@ class Stats:
             confidence=confidence,
             outliers=sum(1 for x in xs if x < fence_lo or x > fence_hi),
         )
-
-    def to_json(self) -> dict[str, Any]:
-        derived = {"iqr": self.iqr, "cv": self.cv, "rel_ci": _finite(self.rel_ci)}
-        return {**{f.name: getattr(self, f.name) for f in fields(self)}, **derived}
-
-    @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Stats:
-        floats = {f.name: float(d[f.name]) for f in fields(cls) if f.name not in ("n", "outliers")}
-        return cls(n=int(d["n"]), outliers=int(d["outliers"]), **floats)
 
 
 def _finite(x: float) -> float | None:
