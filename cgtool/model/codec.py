@@ -6,7 +6,8 @@ reading casts each key by its field's type (records, `X | None`, lists, tuples, 
 and any class with its own `from_json`, such as `Graph`). What a field's JSON does differently is its metadata
 (`field(metadata=meta(...))`): another key, left out when None or empty, a writer or a reader of its own, or
 read but not written. Legacy shapes go through the class's `json_in` hook before reading; `json_out` may
-change the written dict last. Pure: no torch, no I/O (docs/report-schema.md describes the JSON itself).
+change the written dict last. Each class's encoder and decoder are generated once, as dataclasses makes __init__.
+Pure: no torch, no I/O (docs/report-schema.md describes the JSON itself).
 """
 
 from __future__ import annotations
@@ -74,20 +75,26 @@ class _FieldMeta:
 
 
 @dataclasses.dataclass(frozen=True)
-class _Field:
+class _Read:
     name: str
     key: str
-    omit: Omit | None
-    write: Writer
-    read: Reader
-    written: bool
+    read: Reader | None  # None: the JSON value as it is
     required: bool  # no default: a missing key is an error (a field that may be None reads as None)
 
 
 @dataclasses.dataclass(frozen=True)
+class _Write:
+    key: str
+    name: str = ""  # the field written ("" for a computed key)
+    omit: Omit | None = None
+    write: Writer | None = None  # None: the value as it is
+    compute: Callable[[Any], Any] | None = None  # a computed key: its value from the record
+
+
+@dataclasses.dataclass(frozen=True)
 class _Spec:
-    fields: tuple[_Field, ...]
-    order: tuple[str, ...]  # every written key, fields and computed, in writing order
+    encode: Callable[[Any], dict[str, Any]]  # made for the class from its _Write list (below)
+    decode: Callable[[Any], dict[str, Any]]  # the constructor's keyword arguments from the JSON (after json_in)
 
 
 class Record:
@@ -112,7 +119,7 @@ class Record:
     @classmethod
     def json_in(cls, d: Any) -> Mapping[str, Any]:
         """The JSON as this version reads it; override for legacy shapes and schema checks."""
-        if not isinstance(d, Mapping):
+        if not isinstance(d, (dict, Mapping)):
             raise ValueError(f"{cls.__name__}: expected a JSON object, got {type(d).__name__}")
         return d
 
@@ -123,32 +130,12 @@ class Record:
 
 def encode(record: Record) -> dict[str, Any]:
     """The record's JSON object (plain dicts, lists and scalars)."""
-    spec = _spec(type(record))
-    values: dict[str, Any] = {}
-    for f in spec.fields:
-        if not f.written:
-            continue
-        value = getattr(record, f.name)
-        if f.omit is not None and f.omit(value):
-            continue
-        values[f.key] = f.write(value)
-    computed = type(record).JSON_COMPUTED
-    out = {k: values[k] if k in values else encode_value(computed[k](record)) for k in spec.order
-           if k in values or k in computed}
-    return record.json_out(out)
+    return _spec(type(record)).encode(record)
 
 
 def decode(cls: type[R], data: Any) -> R:
     """The record of type `cls` from its JSON object (any readable schema, through `cls.json_in`)."""
-    spec = _spec(cls)
-    d = cls.json_in(data)
-    kwargs: dict[str, Any] = {}
-    for f in spec.fields:
-        if f.key in d:
-            kwargs[f.name] = f.read(d[f.key])
-        elif f.required:
-            raise KeyError(f.key)
-    return cls(**kwargs)
+    return cls(**_spec(cls).decode(cls.json_in(data)))
 
 
 def encode_value(value: Any) -> Any:
@@ -181,24 +168,77 @@ def _make_spec(cls: type) -> _Spec:
     if not dataclasses.is_dataclass(cls) or not issubclass(cls, Record):
         raise TypeError(f"{cls.__name__} is not a dataclass Record")
     hints = get_type_hints(cls)
-    out: list[_Field] = []
+    reads: list[_Read] = []
+    fields: dict[str, _Write] = {}
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
         m: _FieldMeta = f.metadata.get(_META) or _FieldMeta(None, None, None, None, True)
-        tp = hints[f.name]
+        tp, key = hints[f.name], m.key or f.name
         no_default = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        out.append(_Field(f.name, m.key or f.name, m.omit, m.write or encode_value, m.read or reader(tp), m.written,
-                          no_default and not _admits_none(tp)))
-    written = [f.key for f in out if f.written]
-    order = cls.JSON_ORDER or (*written, *cls.JSON_COMPUTED)
-    missing = set(written) - set(order)
+        reads.append(_Read(f.name, key, m.read or _reader(tp, cast=True), no_default and not _admits_none(tp)))
+        if m.written:
+            fields[key] = _Write(key, f.name, m.omit, m.write or _writer(tp))
+    computed = cls.JSON_COMPUTED
+    order = cls.JSON_ORDER or (*fields, *computed)
+    missing = set(fields) - set(order)
     if missing:  # a new field must take its place in the written order, never silently vanish from the JSON
         raise TypeError(f"{cls.__name__}.JSON_ORDER lacks {sorted(missing)}: add the new keys where they belong")
-    unknown = set(order) - set(written) - set(cls.JSON_COMPUTED)
+    unknown = set(order) - set(fields) - set(computed)
     if unknown:
         raise TypeError(f"{cls.__name__}.JSON_ORDER names {sorted(unknown)}: neither a field nor in JSON_COMPUTED")
-    return _Spec(tuple(out), tuple(order))
+    writes = [fields[k] if k in fields else _Write(k, compute=computed[k]) for k in order]
+    return _Spec(_compile_encoder(cls, writes), _compile_decoder(cls, reads))
+
+
+# The encoder and decoder of a class are generated Python, as dataclasses makes __init__: a loop over field specs
+# costs three times a hand-written to_json, and a report's node lists make that count.
+_OMIT_TESTS: dict[Omit, str] = {is_none: "v is not None", is_empty: "v", is_negative: "v >= 0"}
+_COPIES: dict[Any, str] = {list: "list({})", dict: "dict({})", tuple: "tuple({})"}
+
+
+def _compile_encoder(cls: type[Record], writes: list[_Write]) -> Callable[[Any], dict[str, Any]]:
+    env: dict[str, Any] = {"encode_value": encode_value}
+    lines = ["def encode(r):", " out = {}"]
+    for i, w in enumerate(writes):
+        if w.compute is not None:
+            env[f"compute{i}"] = w.compute
+            lines.append(f" out[{w.key!r}] = encode_value(compute{i}(r))")
+            continue
+        env[f"write{i}"], env[f"omit{i}"] = w.write, w.omit
+        value = "v" if w.write is None else _COPIES.get(w.write, f"write{i}({{}})").format("v")
+        lines.append(f" v = r.{w.name}")
+        if w.omit is None:
+            lines.append(f" out[{w.key!r}] = {value}")
+        else:
+            lines.append(f" if {_OMIT_TESTS.get(w.omit, f'not omit{i}(v)')}:")
+            lines.append(f"  out[{w.key!r}] = {value}")
+    reshapes = cls.json_out is not Record.json_out
+    lines.append(" return r.json_out(out)" if reshapes else " return out")
+    return _compiled(cls, "encode", lines, env)
+
+
+def _compile_decoder(cls: type, reads: list[_Read]) -> Callable[[Any], dict[str, Any]]:
+    env: dict[str, Any] = {}
+    lines = ["def decode(d):", " kw = {}"]
+    for i, r in enumerate(reads):
+        env[f"read{i}"] = r.read
+        value = f"d[{r.key!r}]"
+        if r.read is not None:
+            value = _COPIES.get(r.read, f"read{i}({{}})").format(value)
+        if r.required:  # a missing key is a KeyError, as d[key] was
+            lines.append(f" kw[{r.name!r}] = {value}")
+        else:
+            lines += [f" if {r.key!r} in d:", f"  kw[{r.name!r}] = {value}"]
+    lines.append(" return kw")
+    return _compiled(cls, "decode", lines, env)
+
+
+def _compiled(cls: type, name: str, lines: list[str], env: dict[str, Any]) -> Callable[[Any], dict[str, Any]]:
+    exec("\n".join(lines), env)  # the source names only the class's own fields and keys (repr'd)
+    made: Callable[[Any], dict[str, Any]] = env[name]
+    made.__qualname__ = f"{cls.__qualname__}.<codec {name}>"
+    return made
 
 
 def _admits_none(tp: Any) -> bool:
@@ -210,45 +250,64 @@ def _same(value: Any) -> Any:
 
 
 def reader(tp: Any) -> Reader:
-    """How a JSON value becomes a value of type `tp` (a type hint)."""
+    """How a JSON value becomes a value of type `tp` (a type hint), as a field of that type reads it."""
+    return _reader(tp, cast=True) or _same
+
+
+_SCALARS = (str, int, float, bool)
+
+
+def _reader(tp: Any, cast: bool) -> Reader | None:
+    """None: the JSON value as it is. `cast`: a field's own int, float or bool is cast (inside lists and dicts
+    JSON's own scalars are kept: the hot path of a long list)."""
     origin, args = get_origin(tp), get_args(tp)
     if origin in (Union, types.UnionType):
         kinds = [a for a in args if a is not type(None)]
-        if len(kinds) != 1:
-            return _same
-        inner = reader(kinds[0])
-        return lambda v: None if v is None else inner(v)
-    if origin in (list, Sequence):
-        item = reader(args[0]) if args else _same
-        return lambda v: [item(x) for x in v]
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            each = reader(args[0])
-            return lambda v: tuple(each(x) for x in v)
-        parts = [reader(a) for a in args]
-        return lambda v: tuple(p(x) for p, x in zip(parts, v))
+        inner = _reader(kinds[0], cast) if len(kinds) == 1 else None
+        return None if inner is None else lambda v: None if v is None else inner(v)
+    if origin in (list, Sequence, tuple, frozenset):
+        make: Callable[[Any], Any] = list if origin in (list, Sequence) else frozenset if origin is frozenset else tuple
+        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+            parts = [_reader(a, cast=False) for a in args]
+            if any(p is not None for p in parts):
+                return lambda v: tuple(x if p is None else p(x) for p, x in zip(parts, v))
+            return tuple
+        item = _reader(args[0], cast=False) if args else None
+        return make if item is None else lambda v: make(item(x) for x in v)
     if origin in (dict, Mapping):
-        value = reader(args[1]) if args else _same
-        return lambda v: {k: value(x) for k, x in v.items()}
-    if origin is frozenset:
-        each = reader(args[0]) if args else _same
-        return lambda v: frozenset(each(x) for x in v)
-    return _class_reader(tp)
-
-
-def _class_reader(tp: Any) -> Reader:
+        value = _reader(args[1], cast=False) if args else None
+        return dict if value is None else lambda v: {k: value(x) for k, x in v.items()}
     if not isinstance(tp, type):
-        return _same
+        return None
     if issubclass(tp, Record):
         return lambda v: decode(tp, v)
-    if issubclass(tp, bool):
-        return bool
     if issubclass(tp, enum.Enum):
         return tp
-    if tp in (int, float):
-        return tp
+    if tp in _SCALARS:
+        return tp if cast and tp is not str else None
     from_json = getattr(tp, "from_json", None)
-    return from_json if callable(from_json) else _same
+    return from_json if callable(from_json) else None
+
+
+def _writer(tp: Any) -> Writer | None:
+    """None: the value is written as it is (a str, int, float or bool field)."""
+    origin, args = get_origin(tp), get_args(tp)
+    if origin in (Union, types.UnionType):
+        kinds = [a for a in args if a is not type(None)]
+        inner = _writer(kinds[0]) if len(kinds) == 1 else encode_value
+        return None if inner is None else lambda v: None if v is None else inner(v)
+    if origin in (list, Sequence, tuple, frozenset):
+        homogeneous = origin is not tuple or (len(args) == 2 and args[1] is Ellipsis)
+        item = _writer(args[0]) if args and homogeneous else encode_value
+        return list if item is None else lambda v: [item(x) for x in v]
+    if origin in (dict, Mapping):
+        value = _writer(args[1]) if args else encode_value
+        return dict if value is None else lambda v: {k: value(x) for k, x in v.items()}
+    if isinstance(tp, type) and tp in _SCALARS:
+        return None
+    if isinstance(tp, type) and issubclass(tp, Record):
+        return encode
+    return encode_value
 
 
 __all__ = ["Record", "decode", "encode", "encode_value", "finite", "is_empty", "is_negative", "is_none", "meta",
