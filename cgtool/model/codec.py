@@ -65,36 +65,40 @@ def meta(*, key: str | None = None, omit: Omit | None = None, write: Writer | No
     return {_META: _FieldMeta(key, omit, write, read, written)}
 
 
-@dataclasses.dataclass(frozen=True)
+# Plain classes, not dataclasses: `cgtool --help` imports this module, and each dataclass costs its exec at import.
 class _FieldMeta:
-    key: str | None
-    omit: Omit | None
-    write: Writer | None
-    read: Reader | None
-    written: bool
+    __slots__ = ("key", "omit", "write", "read", "written")
+
+    def __init__(self, key: str | None, omit: Omit | None, write: Writer | None, read: Reader | None,
+                 written: bool) -> None:
+        self.key, self.omit, self.write, self.read, self.written = key, omit, write, read, written
 
 
-@dataclasses.dataclass(frozen=True)
 class _Read:
-    name: str
-    key: str
-    read: Reader | None  # None: the JSON value as it is
-    required: bool  # no default: a missing key is an error (a field that may be None reads as None)
+    __slots__ = ("name", "key", "read", "required")
+
+    def __init__(self, name: str, key: str, read: Reader | None, required: bool) -> None:
+        self.name, self.key = name, key
+        self.read = read  # None: the JSON value as it is
+        self.required = required  # no default: a missing key is an error (a field that may be None reads as None)
 
 
-@dataclasses.dataclass(frozen=True)
 class _Write:
-    key: str
-    name: str = ""  # the field written ("" for a computed key)
-    omit: Omit | None = None
-    write: Writer | None = None  # None: the value as it is
-    compute: Callable[[Any], Any] | None = None  # a computed key: its value from the record
+    __slots__ = ("key", "name", "omit", "write", "compute")
+
+    def __init__(self, key: str, name: str = "", omit: Omit | None = None, write: Writer | None = None,
+                 compute: Callable[[Any], Any] | None = None) -> None:
+        self.key, self.name, self.omit = key, name, omit  # name: the field written ("" for a computed key)
+        self.write = write  # None: the value as it is
+        self.compute = compute  # a computed key: its value from the record
 
 
-@dataclasses.dataclass(frozen=True)
 class _Spec:
-    encode: Callable[[Any], dict[str, Any]]  # made for the class from its _Write list (below)
-    decode: Callable[[Any], dict[str, Any]]  # the constructor's keyword arguments from the JSON (after json_in)
+    __slots__ = ("encode", "decode")
+
+    def __init__(self, encode: Callable[[Any], dict[str, Any]], decode: Callable[[Any], dict[str, Any]]) -> None:
+        self.encode = encode  # generated for the class from its _Write list (below)
+        self.decode = decode  # the constructor's keyword arguments from the JSON (after json_in)
 
 
 class Record:
