@@ -177,3 +177,19 @@ def samples() -> dict[str, Any]:
         "dist": dist_report(),
         "node_profile_bare": node_profile(False),
     }
+
+
+def write_golden(folder: str) -> None:
+    """Writes every sample's JSON as tests/test_codec.py compares it. Only for an intended change of the JSON (a new
+    schema): `git diff tests/data/codec` must then show that change and nothing else."""
+    import json
+    from pathlib import Path
+
+    for name, record in samples().items():
+        (Path(folder) / f"{name}.json").write_text(json.dumps(record.to_json(), indent=1) + "\n")
+
+
+if __name__ == "__main__":  # PYTHONPATH=. python tests/codec_samples.py
+    import os
+
+    write_golden(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "codec"))

@@ -99,8 +99,8 @@ class TreeGraph(Record):
 
     graph_id: int
     function_id: int
-    nodes: int
-    kernel_nodes: int
+    nodes: int = 0
+    kernel_nodes: int = 0
     kernels: tuple[tuple[str, int], ...] = ()  # kernel name, count; most first
     dot: str | None = None  # the file written for it (graph.dot, graph-2.dot, ...)
     error: str | None = None  # why it could not be read

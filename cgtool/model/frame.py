@@ -13,5 +13,5 @@ class Frame(Record):
 
     file: str
     line: int
-    function: str
+    function: str = ""  # (a JSON frame without one reads as "")
     source: str = ""
