@@ -15,9 +15,10 @@ from __future__ import annotations
 import dataclasses
 import enum
 import math
+import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin
 
 R = TypeVar("R", bound="Record")
 Reader = Callable[[Any], Any]
@@ -93,14 +94,6 @@ class _Write:
         self.compute = compute  # a computed key: its value from the record
 
 
-class _Spec:
-    __slots__ = ("encode", "decode")
-
-    def __init__(self, encode: Callable[[Any], dict[str, Any]], decode: Callable[[Any], dict[str, Any]]) -> None:
-        self.encode = encode  # generated for the class from its _Write list (below)
-        self.decode = decode  # the constructor's keyword arguments from the JSON (after json_in)
-
-
 class Record:
     """Base of every record with a JSON form: `to_json()` and `from_json()` through the codec.
 
@@ -134,12 +127,19 @@ class Record:
 
 def encode(record: Record) -> dict[str, Any]:
     """The record's JSON object (plain dicts, lists and scalars)."""
-    return _spec(type(record)).encode(record)
+    cls = type(record)
+    made = _ENCODERS.get(cls)
+    if made is None:
+        made = _ENCODERS[cls] = _compile_encoder(cls, _fields(cls)[1])
+    return made(record)
 
 
 def decode(cls: type[R], data: Any) -> R:
     """The record of type `cls` from its JSON object (any readable schema, through `cls.json_in`)."""
-    return cls(**_spec(cls).decode(cls.json_in(data)))
+    made = _DECODERS.get(cls)
+    if made is None:
+        made = _DECODERS[cls] = _compile_decoder(cls, _fields(cls)[0])
+    return cls(**made(cls.json_in(data)))
 
 
 def encode_value(value: Any) -> Any:
@@ -158,27 +158,22 @@ def encode_value(value: Any) -> Any:
     return to_json() if callable(to_json) else value
 
 
-_SPECS: dict[type, _Spec] = {}
+# Each class's encoder and decoder, made at its first use (a process that only reads makes no encoders)
+_ENCODERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
+_DECODERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
 
 
-def _spec(cls: type) -> _Spec:
-    spec = _SPECS.get(cls)
-    if spec is None:
-        spec = _SPECS[cls] = _make_spec(cls)
-    return spec
-
-
-def _make_spec(cls: type) -> _Spec:
+def _fields(cls: type) -> tuple[list[_Read], list[_Write]]:
+    """How each field reads, and what is written in which order."""
     if not dataclasses.is_dataclass(cls) or not issubclass(cls, Record):
         raise TypeError(f"{cls.__name__} is not a dataclass Record")
-    hints = get_type_hints(cls)
     reads: list[_Read] = []
     fields: dict[str, _Write] = {}
     for f in dataclasses.fields(cls):
         if not f.init:
             continue
         m: _FieldMeta = f.metadata.get(_META) or _FieldMeta(None, None, None, None, True)
-        tp, key = hints[f.name], m.key or f.name
+        tp, key = _hint(cls, f.type), m.key or f.name
         no_default = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         reads.append(_Read(f.name, key, m.read or _reader(tp, cast=True), no_default and not _admits_none(tp)))
         if m.written:
@@ -191,8 +186,21 @@ def _make_spec(cls: type) -> _Spec:
     unknown = set(order) - set(fields) - set(computed)
     if unknown:
         raise TypeError(f"{cls.__name__}.JSON_ORDER names {sorted(unknown)}: neither a field nor in JSON_COMPUTED")
-    writes = [fields[k] if k in fields else _Write(k, compute=computed[k]) for k in order]
-    return _Spec(_compile_encoder(cls, writes), _compile_decoder(cls, reads))
+    return reads, [fields[k] if k in fields else _Write(k, compute=computed[k]) for k in order]
+
+
+_HINTS: dict[tuple[str, str], Any] = {}
+
+
+def _hint(cls: type, annotation: Any) -> Any:
+    """A field's type from its annotation (a string under `from __future__ import annotations`), evaluated in its
+    module: typing.get_type_hints walks the whole class hierarchy and costs five times as much at first use."""
+    if not isinstance(annotation, str):
+        return annotation
+    key = (cls.__module__, annotation)
+    if key not in _HINTS:
+        _HINTS[key] = eval(annotation, vars(sys.modules[cls.__module__]))  # the class's own annotation text
+    return _HINTS[key]
 
 
 # The encoder and decoder of a class are generated Python, as dataclasses makes __init__: a loop over field specs
@@ -201,7 +209,7 @@ _OMIT_TESTS: dict[Omit, str] = {is_none: "v is not None", is_empty: "v", is_nega
 _COPIES: dict[Any, str] = {list: "list({})", dict: "dict({})", tuple: "tuple({})"}
 
 
-def _compile_encoder(cls: type[Record], writes: list[_Write]) -> Callable[[Any], dict[str, Any]]:
+def _compile_encoder(cls: type, writes: list[_Write]) -> Callable[[Any], dict[str, Any]]:
     env: dict[str, Any] = {"encode_value": encode_value}
     lines = ["def encode(r):", " out = {}"]
     for i, w in enumerate(writes):
@@ -217,7 +225,7 @@ def _compile_encoder(cls: type[Record], writes: list[_Write]) -> Callable[[Any],
         else:
             lines.append(f" if {_OMIT_TESTS.get(w.omit, f'not omit{i}(v)')}:")
             lines.append(f"  out[{w.key!r}] = {value}")
-    reshapes = cls.json_out is not Record.json_out
+    reshapes = getattr(cls, "json_out", None) is not Record.json_out
     lines.append(" return r.json_out(out)" if reshapes else " return out")
     return _compiled(cls, "encode", lines, env)
 
