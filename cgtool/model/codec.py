@@ -6,7 +6,7 @@ reading casts each key by its field's type (records, `X | None`, lists, tuples, 
 and any class with its own `from_json`, such as `Graph`). What a field's JSON does differently is its metadata
 (`field(metadata=meta(...))`): another key, left out when None or empty, a writer or a reader of its own, or
 read but not written. Legacy shapes go through the class's `json_in` hook before reading; `json_out` may
-change the written dict last. Each class's encoder and decoder are generated once, as dataclasses makes __init__.
+change the written dict last. Each class's encoder is generated once, as dataclasses makes __init__.
 Pure: no torch, no I/O (docs/report-schema.md describes the JSON itself).
 """
 
@@ -75,15 +75,6 @@ class _FieldMeta:
         self.key, self.omit, self.write, self.read, self.written = key, omit, write, read, written
 
 
-class _Read:
-    __slots__ = ("name", "key", "read", "required")
-
-    def __init__(self, name: str, key: str, read: Reader | None, required: bool) -> None:
-        self.name, self.key = name, key
-        self.read = read  # None: the JSON value as it is
-        self.required = required  # no default: a missing key is an error (a field that may be None reads as None)
-
-
 class _Write:
     __slots__ = ("key", "name", "omit", "write", "compute")
 
@@ -130,16 +121,23 @@ def encode(record: Record) -> dict[str, Any]:
     cls = type(record)
     made = _ENCODERS.get(cls)
     if made is None:
-        made = _ENCODERS[cls] = _compile_encoder(cls, _fields(cls)[1])
+        made = _ENCODERS[cls] = _compile_encoder(cls, _writes(cls))
     return made(record)
 
 
 def decode(cls: type[R], data: Any) -> R:
     """The record of type `cls` from its JSON object (any readable schema, through `cls.json_in`)."""
-    made = _DECODERS.get(cls)
-    if made is None:
-        made = _DECODERS[cls] = _compile_decoder(cls, _fields(cls)[0])
-    return cls(**made(cls.json_in(data)))
+    reads = _DECODERS.get(cls)
+    if reads is None:
+        reads = _DECODERS[cls] = _reads(cls)
+    d = cls.json_in(data)
+    kwargs: dict[str, Any] = {}
+    for name, key, read, required in reads:
+        if key in d:
+            kwargs[name] = d[key] if read is None else read(d[key])
+        elif required:
+            raise KeyError(key)
+    return cls(**kwargs)
 
 
 def encode_value(value: Any) -> Any:
@@ -158,35 +156,40 @@ def encode_value(value: Any) -> Any:
     return to_json() if callable(to_json) else value
 
 
-# Each class's encoder and decoder, made at its first use (a process that only reads makes no encoders)
+# Each class's encoder (generated code) and decoder (its fields' readers), made at its first use: a process that
+# only reads (`cgtool dot report.json`) compiles nothing
 _ENCODERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
-_DECODERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
+_DECODERS: dict[type, list[tuple[str, str, Reader | None, bool]]] = {}
 
 
-def _fields(cls: type) -> tuple[list[_Read], list[_Write]]:
-    """How each field reads, and what is written in which order."""
+def _record_fields(cls: type) -> list[tuple[dataclasses.Field[Any], _FieldMeta, Any]]:
     if not dataclasses.is_dataclass(cls) or not issubclass(cls, Record):
         raise TypeError(f"{cls.__name__} is not a dataclass Record")
-    reads: list[_Read] = []
-    fields: dict[str, _Write] = {}
-    for f in dataclasses.fields(cls):
-        if not f.init:
-            continue
-        m: _FieldMeta = f.metadata.get(_META) or _FieldMeta(None, None, None, None, True)
-        tp, key = _hint(cls, f.type), m.key or f.name
-        no_default = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-        reads.append(_Read(f.name, key, m.read or _reader(tp, cast=True), no_default and not _admits_none(tp)))
-        if m.written:
-            fields[key] = _Write(key, f.name, m.omit, m.write or _writer(tp))
-    computed = cls.JSON_COMPUTED
-    order = cls.JSON_ORDER or (*fields, *computed)
+    return [(f, f.metadata.get(_META) or _FieldMeta(None, None, None, None, True), _hint(cls, f.type))
+            for f in dataclasses.fields(cls) if f.init]
+
+
+def _reads(cls: type) -> list[tuple[str, str, Reader | None, bool]]:
+    """Per field: its name, its key, its reader (None: the JSON value as it is), whether the key must be there (no
+    default, and None is not a value it takes)."""
+    return [(f.name, m.key or f.name, m.read or _reader(tp, cast=True),
+             f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and not _admits_none(tp))
+            for f, m, tp in _record_fields(cls)]
+
+
+def _writes(cls: type) -> list[_Write]:
+    """What is written, in order: the written fields and the computed keys."""
+    fields = {m.key or f.name: _Write(m.key or f.name, f.name, m.omit, m.write or _writer(tp))
+              for f, m, tp in _record_fields(cls) if m.written}
+    computed = getattr(cls, "JSON_COMPUTED", {})
+    order = getattr(cls, "JSON_ORDER", ()) or (*fields, *computed)
     missing = set(fields) - set(order)
     if missing:  # a new field must take its place in the written order, never silently vanish from the JSON
         raise TypeError(f"{cls.__name__}.JSON_ORDER lacks {sorted(missing)}: add the new keys where they belong")
     unknown = set(order) - set(fields) - set(computed)
     if unknown:
         raise TypeError(f"{cls.__name__}.JSON_ORDER names {sorted(unknown)}: neither a field nor in JSON_COMPUTED")
-    return reads, [fields[k] if k in fields else _Write(k, compute=computed[k]) for k in order]
+    return [fields[k] if k in fields else _Write(k, compute=computed[k]) for k in order]
 
 
 _HINTS: dict[tuple[str, str], Any] = {}
@@ -203,8 +206,9 @@ def _hint(cls: type, annotation: Any) -> Any:
     return _HINTS[key]
 
 
-# The encoder and decoder of a class are generated Python, as dataclasses makes __init__: a loop over field specs
-# costs three times a hand-written to_json, and a report's node lists make that count.
+# A class's encoder is generated Python, as dataclasses makes __init__: a loop over the fields costs three times a
+# hand-written to_json, and a report's node lists make that count. Reading loops (a compile at first use would
+# cost more than it saves in a process that reads one report).
 _OMIT_TESTS: dict[Omit, str] = {is_none: "v is not None", is_empty: "v", is_negative: "v >= 0"}
 _COPIES: dict[Any, str] = {list: "list({})", dict: "dict({})", tuple: "tuple({})"}
 
@@ -228,22 +232,6 @@ def _compile_encoder(cls: type, writes: list[_Write]) -> Callable[[Any], dict[st
     reshapes = getattr(cls, "json_out", None) is not Record.json_out
     lines.append(" return r.json_out(out)" if reshapes else " return out")
     return _compiled(cls, "encode", lines, env)
-
-
-def _compile_decoder(cls: type, reads: list[_Read]) -> Callable[[Any], dict[str, Any]]:
-    env: dict[str, Any] = {}
-    lines = ["def decode(d):", " kw = {}"]
-    for i, r in enumerate(reads):
-        env[f"read{i}"] = r.read
-        value = f"d[{r.key!r}]"
-        if r.read is not None:
-            value = _COPIES.get(r.read, f"read{i}({{}})").format(value)
-        if r.required:  # a missing key is a KeyError, as d[key] was
-            lines.append(f" kw[{r.name!r}] = {value}")
-        else:
-            lines += [f" if {r.key!r} in d:", f"  kw[{r.name!r}] = {value}"]
-    lines.append(" return kw")
-    return _compiled(cls, "decode", lines, env)
 
 
 def _compiled(cls: type, name: str, lines: list[str], env: dict[str, Any]) -> Callable[[Any], dict[str, Any]]:
