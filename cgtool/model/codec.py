@@ -2,8 +2,8 @@
 
 A record subclasses `Record` and gets `to_json()` / `from_json()`. Writing walks the fields in order (or in
 `JSON_ORDER`), adds the read-only keys of `JSON_COMPUTED` and recurses into records, lists, tuples and dicts;
-reading casts each key by its field's type (records, `X | None`, lists, tuples, dicts, int/float/bool, enums,
-and any class with its own `from_json`, such as `Graph`). What a field's JSON does differently is its metadata
+reading converts each key by its field's type (records, `X | None`, lists, tuples, dicts, enums, any class with
+its own `from_json` such as `Graph`; a field's own int, float or bool is cast). What a field's JSON does differently is its metadata
 (`field(metadata=meta(...))`): another key, left out when None or empty, a writer or a reader of its own, or
 read but not written. Legacy shapes go through the class's `json_in` hook before reading; `json_out` may
 change the written dict last. Each class's encoder is generated once, as dataclasses makes __init__.
