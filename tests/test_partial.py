@@ -11,7 +11,7 @@ from conftest import ROOT
 from cgtool.capture.kernel_split import split_kernels
 from cgtool.graph.model import Graph, GraphNode
 from cgtool.model.frame import Frame
-from cgtool.model.job import PARTIAL, Job
+from cgtool.model.job import PARTIAL, Job, PartialSettings
 from cgtool.model.partial import (
     CLEAN,
     CPU_ONLY,
@@ -165,9 +165,9 @@ def test_piecewise_asks_for_a_fresh_rerun_without_kept_graphs_and_reports_torch_
 
     monkeypatch.setattr(piecewise_job, "_run_piecewise", checkpoint)
     with pytest.raises(piecewise_job.RerunFresh, match="kept the pieces' graphs failed .RuntimeError: Expected curr_block"):
-        piecewise_job.run_piecewise(None, {}, PhaseLog())
+        piecewise_job.run_piecewise(None, PartialSettings(), PhaseLog())
     # the rerun (a fresh worker, keep_graphs False) meeting torch's check again: torch refuses the step
-    p = piecewise_job.run_piecewise(None, {"keep_graphs": False}, PhaseLog())
+    p = piecewise_job.run_piecewise(None, PartialSettings(keep_graphs=False), PhaseLog())
     assert calls == [True, False] and p.status == NOT_POSSIBLE and "curr_block->size" in p.note
 
     def refused(script, settings, progress, keep):
@@ -178,7 +178,7 @@ def test_piecewise_asks_for_a_fresh_rerun_without_kept_graphs_and_reports_torch_
 
     calls.clear()
     monkeypatch.setattr(piecewise_job, "_run_piecewise", refused)
-    p = piecewise_job.run_piecewise(None, {}, PhaseLog())
+    p = piecewise_job.run_piecewise(None, PartialSettings(), PhaseLog())
     assert calls == [True] and p.status == NOT_POSSIBLE
     assert p.note.startswith("piecewise not possible: Mutations on inputs with user-specified streams")
     assert 'backend="cudagraphs") raised RuntimeError while recording the pieces' in p.note
@@ -188,41 +188,42 @@ def test_piecewise_asks_for_a_fresh_rerun_without_kept_graphs_and_reports_torch_
 
     monkeypatch.setattr(piecewise_job, "_run_piecewise", broken)
     with pytest.raises(piecewise_job.RerunFresh):  # with kept graphs: a run without them may get through
-        piecewise_job.run_piecewise(None, {}, PhaseLog())
+        piecewise_job.run_piecewise(None, PartialSettings(), PhaseLog())
     with pytest.raises(ValueError):  # without: the error itself
-        piecewise_job.run_piecewise(None, {"keep_graphs": False}, PhaseLog())
+        piecewise_job.run_piecewise(None, PartialSettings(keep_graphs=False), PhaseLog())
 
     def setup_fails(script, settings, progress, keep):
         raise ScriptRaised("setup", RuntimeError("the script's own setup error"))
 
     monkeypatch.setattr(piecewise_job, "_run_piecewise", setup_fails)
     with pytest.raises(ScriptRaised):  # the script's error, not a reason to rerun
-        piecewise_job.run_piecewise(None, {}, PhaseLog())
+        piecewise_job.run_piecewise(None, PartialSettings(), PhaseLog())
 
 
 def test_partial_parts_run_in_fresh_workers(monkeypatch):
     """The orchestration of the partial job's workers (commands/common.py): a piecewise run asking for a rerun
     gets one in a new worker without kept graphs, and the module map its own worker after it."""
     from cgtool.commands import common
-    from cgtool.model.job import PARTIAL, Job
+    from cgtool.model.job import PARTIAL, Job, PartialSettings
     from cgtool.worker.client import WorkerOutcome
 
     jobs = []
 
     def fake_run(job, timeout, show):
-        jobs.append(dict(job.settings))
-        if job.settings.get("piecewise") and job.settings.get("keep_graphs", True):
+        jobs.append(job.settings)
+        if job.settings.piecewise and job.settings.keep_graphs:
             return WorkerOutcome(result={"piecewise": {"status": "failed", "note": "x"}, "modules": None, "errors": [],
                                          "rerun_piecewise": "the run that kept the pieces' graphs failed (E)",
                                          "modules_pending": True})
-        if job.settings.get("piecewise"):
+        if job.settings.piecewise:
             return WorkerOutcome(result={"piecewise": {"status": "measured", "note": "3 dynamo graph(s)"},
                                          "modules": None, "errors": []})
         return WorkerOutcome(result={"piecewise": None, "modules": {"status": "measured"}, "errors": []})
 
     monkeypatch.setattr(common, "run_with_progress", fake_run)
-    d, outcome = common.run_partial_jobs(Job(PARTIAL, "s.py", "step", {"piecewise": True, "modules": 1}), 60, False)
-    assert [(j.get("piecewise"), j.get("modules"), j.get("keep_graphs", True)) for j in jobs] == [
+    d, outcome = common.run_partial_jobs(Job(PARTIAL, "s.py", "step", PartialSettings(piecewise=True, modules=1)), 60,
+                                         False)
+    assert [(j.piecewise, j.modules, j.keep_graphs) for j in jobs] == [
         (True, 1, True), (True, None, False), (False, 1, True)]
     assert d["piecewise"]["status"] == "measured" and d["modules"] == {"status": "measured"}
     assert d["piecewise"]["note"] == "3 dynamo graph(s) (the run that kept the pieces' graphs failed (E))"
@@ -241,7 +242,7 @@ def test_dot_per_piece_written(tmp_path):
 def _cpu_partial(name: str, depth: int = 1) -> dict:
     from cgtool.pipeline import run_job
 
-    job = Job(PARTIAL, os.path.join(PARTIAL_DIR, name), "step", {"warmup": 2, "piecewise": True, "modules": depth})
+    job = Job(PARTIAL, os.path.join(PARTIAL_DIR, name), "step", PartialSettings(warmup=2, piecewise=True, modules=depth))
     return run_job(job, PhaseLog())
 
 

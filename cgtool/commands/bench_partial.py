@@ -4,22 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
 from cgtool.commands.common import make_job, run_partial_jobs
 from cgtool.model.exit_codes import bench_partial_exit
+from cgtool.model.job import PartialSettings
 
 
-def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, settings: dict[str, Any],
+def bench_partial(target: str, entry: str | None, timeout: float, settings: PartialSettings,
                   out_file: str | None, as_json: bool, quiet: bool) -> None:
-    from cgtool.model.job import PARTIAL, Job
     from cgtool.model.partial import ModuleMap, Piecewise
     from cgtool.model.report import ErrorRecord
     from cgtool.render.console import console
 
-    base = make_job("bench", target, entry, warmup, settings=settings)
-    job = Job(PARTIAL, base.script, base.entry, dict(base.settings))
-    d, outcome = run_partial_jobs(job, max(timeout, 60.0 + 2 * float(settings["budget_s"]) + 120.0),
+    job = make_job(target, entry, settings)
+    d, outcome = run_partial_jobs(job, max(timeout, 60.0 + 2 * settings.budget_s + 120.0),
                                   show=not (as_json or quiet))
     if outcome.result is None:
         d["errors"].append(ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message).to_json())

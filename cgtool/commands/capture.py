@@ -109,10 +109,11 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     from cgtool.worker.client import report_from_outcome
     from cgtool.worker.whole_step import complete_report
 
-    job = make_job("capture", target, entry, warmup, force_cpu=force_cpu, settings={
-        "capture_mode": capture_mode, "replay_check": not no_replay_check, "check_steps": check_steps,
-        "timing": not no_timing,
-        "checks": not no_checks, "node_lines": not no_node_lines})
+    from cgtool.model.job import CaptureSettings
+
+    job = make_job(target, entry, CaptureSettings(
+        warmup=warmup, capture_mode=capture_mode, replay_check=not no_replay_check, check_steps=check_steps,
+        timing=not no_timing, checks=not no_checks, node_lines=not no_node_lines), force_cpu=force_cpu)
     from cgtool.commands.distributed import (capture_distributed, ranks_to_start, refuse_partial_on_ranks,
                                              wants_distributed)
 
@@ -137,7 +138,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
         if (piecewise or modules_depth is not None) and outcome.failure is None:
             from cgtool.commands.common import run_partial
 
-            run_partial(job, report, timeout, show, {"piecewise": piecewise, "modules": modules_depth})
+            run_partial(job, report, timeout, show, piecewise, modules_depth)
         try:
             kept = write_outputs(report, out_dir, complete=run_complete(report, outcome.failure))
             if html_path:

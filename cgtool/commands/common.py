@@ -10,7 +10,7 @@ import click
 from cgtool.errors import ExitCode
 
 if TYPE_CHECKING:  # loaded when a command runs, not when the CLI starts
-    from cgtool.model.job import Job
+    from cgtool.model.job import Job, Settings
     from cgtool.model.report import Report
     from cgtool.worker.client import WorkerOutcome
 
@@ -57,16 +57,16 @@ def check_cwd() -> None:
                           "cd into an existing folder and run again.", ExitCode.ENVIRONMENT) from None
 
 
-def make_job(kind: str, target: str, entry: str | None, warmup: int, force_cpu: bool = False,
-             settings: dict[str, Any] | None = None) -> Job:
-    """Check the script exists and compiles (cheaply, in this process), then describe the job."""
-    from cgtool.model.job import Job
+def make_job(target: str, entry: str | None, settings: Settings, force_cpu: bool = False) -> Job:
+    """Check the script exists and compiles (cheaply, in this process), then describe the job (its kind: the
+    settings' kind)."""
+    from cgtool.model.job import Job, kind_of
     from cgtool.script.contract import compile_script, parse_target
 
     check_cwd()
     path, entry = parse_target(target, entry)
     compile_script(path)  # fail here, before a worker starts, on a missing or invalid script
-    return Job(kind, os.path.abspath(path), entry, {"warmup": warmup, **(settings or {})}, force_cpu)
+    return Job(kind_of(settings), os.path.abspath(path), entry, settings, force_cpu)
 
 
 def run_with_progress(job: Job, timeout: float, show: bool) -> WorkerOutcome:
@@ -100,15 +100,14 @@ def run_partial_jobs(job: Job, timeout: float, show: bool) -> tuple[dict[str, An
     (a failed run can leave torch's allocator broken in its process), then the module map in another worker
     (torch.compile's state and a failed piecewise run stay out of it). Returns the merged result
     {"piecewise", "modules", "errors"} and the last worker's outcome; a worker that fails ends the runs."""
-    from cgtool.model.job import Job as JobType
+    from dataclasses import replace
 
     merged: dict[str, Any] = {"piecewise": None, "modules": None, "errors": []}
     outcome = run_with_progress(job, timeout, show)
     runs = [outcome]
     if outcome.result is not None and outcome.result.get("rerun_piecewise"):
         why = outcome.result["rerun_piecewise"]
-        again = JobType(job.kind, job.script, job.entry, {**job.settings, "modules": None, "keep_graphs": False},
-                        job.force_cpu)
+        again = replace(job, settings=replace(job.settings, modules=None, keep_graphs=False))
         second = run_with_progress(again, timeout, show)
         runs.append(second)
         if second.result is not None and second.result.get("piecewise"):
@@ -118,7 +117,7 @@ def run_partial_jobs(job: Job, timeout: float, show: bool) -> tuple[dict[str, An
             outcome.result["errors"] = outcome.result.get("errors", []) + second.result.get("errors", [])
     if outcome.result is not None and outcome.result.get("modules_pending") and not any(
             r.failure == "interrupted" for r in runs):
-        modules = JobType(job.kind, job.script, job.entry, {**job.settings, "piecewise": False}, job.force_cpu)
+        modules = replace(job, settings=replace(job.settings, piecewise=False))
         third = run_with_progress(modules, timeout, show)
         runs.append(third)
         if third.result is not None:
@@ -131,14 +130,15 @@ def run_partial_jobs(job: Job, timeout: float, show: bool) -> tuple[dict[str, An
     return merged, failed or runs[-1]
 
 
-def run_partial(job: Job, report: Report, timeout: float, show: bool, options: dict[str, Any]) -> None:
+def run_partial(job: Job, report: Report, timeout: float, show: bool, piecewise: bool, modules: int | None) -> None:
     """The partial-capture job in its own worker (a failed whole-step capture can spoil the CUDA context);
     its sections and errors go into `report`."""
-    from cgtool.model.job import PARTIAL, Job
+    from cgtool.model.job import PARTIAL, Job, PartialSettings, carry_over
     from cgtool.model.partial import ModuleMap, Piecewise
     from cgtool.model.report import ErrorRecord
 
-    part = Job(PARTIAL, job.script, job.entry, {**job.settings, **options}, job.force_cpu)
+    part = Job(PARTIAL, job.script, job.entry, carry_over(job.settings, PartialSettings, piecewise=piecewise,
+                                                          modules=modules), job.force_cpu)
     d, outcome = run_partial_jobs(part, timeout, show)
     if outcome.result is None:
         report.errors.append(ErrorRecord(outcome.phase or "partial", outcome.failure or "crash", outcome.message))

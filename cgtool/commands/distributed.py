@@ -67,14 +67,14 @@ def warmup_given() -> bool:
 
 def run(job: Job, nproc: int | None, timeout: float, show: bool) -> tuple[DistReport | None, Any]:
     """Run the job on the ranks with progress on stderr; (merged report or None on a rank ≠ 0, outcome)."""
-    from cgtool.model.job import Job as JobType
+    from dataclasses import replace
+
     from cgtool.render.console import console
     from cgtool.worker.distributed import dist_settings, run_as_rank, run_distributed
 
     if job.kind != "capture":
         raise CgtoolError("internal: distributed runs take capture jobs", ExitCode.USAGE)
-    job = JobType(job.kind, job.script, job.entry, dist_settings(job.settings, timeout, warmup_given()),
-                  job.force_cpu, job.work_dir)
+    job = replace(job, settings=dist_settings(job.settings, timeout, warmup_given()))
     err = console(stderr=True)
 
     def on_event(rank: int, event: dict[str, Any]) -> None:

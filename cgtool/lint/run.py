@@ -6,13 +6,13 @@ import ast
 import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
 
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.files.inputs import SCRIPT, check_input, read_input
 from cgtool.lint.filter import filter_findings, rule_enabled
-from cgtool.model.job import CAPTURE, Job
+from cgtool.model.job import CAPTURE, CaptureSettings, Job
 from cgtool.model.lint_result import ANALYSED, ERROR, LintResult, ScriptResult
 from cgtool.model.report import CAPTURE_FAILED, WORKER_FAILED, Report
 from cgtool.model.rules import CROSS_RANK_RULES, GPU_ONLY_RULES
@@ -213,11 +213,11 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
     return script_result(path, report, opts, world_of_one)
 
 
-def lint_job(path: str, opts: LintOptions, entry: str | None = None, settings: dict[str, object] | None = None) -> Job:
-    """The worker job lint runs for one script (`settings`: more of them, e.g. cgtool.check's setup_fn/inputs_fn)."""
+def lint_job(path: str, opts: LintOptions, entry: str | None = None, names: dict[str, Any] | None = None) -> Job:
+    """The worker job lint runs for one script (`names`: the contract's setup_fn/inputs_fn, from cgtool.check)."""
+    settings = CaptureSettings(warmup=opts.warmup, timing=False, checks=True, replay_check=True)
     return Job(CAPTURE, os.path.abspath(path), entry or opts.entry, force_cpu=opts.force_cpu,
-               settings={"warmup": opts.warmup, "timing": False, "checks": True, "replay_check": True,
-                         **(settings or {})})
+               settings=replace(settings, **names) if names else settings)
 
 
 def analyse(job: Job, opts: LintOptions, stop: threading.Event | None = None) -> tuple[Report, bool] | None:

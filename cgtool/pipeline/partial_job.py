@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from cgtool.errors import CgtoolError
-from cgtool.model.job import Job
+from cgtool.model.job import Job, PartialSettings
 from cgtool.model.partial import FAILED, ModuleMap, Piecewise
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
@@ -25,7 +25,7 @@ def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
     worker runs the pieced step only, the module map runs in a fresh worker (commands/common.py:
     run_partial_jobs does both)."""
     settings = job.settings
-    depth = settings.get("modules")
+    depth = settings.modules
     piecewise: Piecewise | None = None
     modules: ModuleMap | None = None
     errors: list[ErrorRecord] = []
@@ -40,7 +40,7 @@ def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
             piecewise, modules, errors = _on_cpu(script, settings, depth)
         else:
             torch.cuda.init()
-            if settings.get("piecewise"):
+            if settings.piecewise:
                 try:
                     piecewise = _attempt(lambda: _gpu_piecewise(script, settings, progress), errors, "piecewise")
                 except RerunFresh as exc:
@@ -48,7 +48,7 @@ def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
                     piecewise = Piecewise(FAILED, METHOD, note=rerun)
                 if piecewise is None:
                     piecewise = Piecewise(FAILED, "", error=errors[-1])
-            if depth is not None and settings.get("piecewise"):
+            if depth is not None and settings.piecewise:
                 pending = True  # the module map runs in a worker of its own, after this one
             elif depth is not None:
                 modules = _attempt(lambda: _gpu_modules(script, settings, progress), errors, "modules")
@@ -70,10 +70,10 @@ def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
             **({"modules_pending": True} if pending else {})}
 
 
-def _on_cpu(script: Any, settings: dict[str, Any], depth: Any):
+def _on_cpu(script: Any, settings: PartialSettings, depth: Any):
     from cgtool.pipeline.piecewise_job import cpu_split_points
 
-    warm = int(settings.get("warmup", 3))
+    warm = settings.warmup
     modules = None
     if depth is not None:
         from cgtool.pipeline.module_map import cpu_module_map
@@ -83,17 +83,17 @@ def _on_cpu(script: Any, settings: dict[str, Any], depth: Any):
         from cgtool.pipeline.cpu_analysis import analyze_on_cpu
 
         _trace, findings, errors = analyze_on_cpu(script, warmup=warm)
-    piecewise = cpu_split_points(findings) if settings.get("piecewise") else None
+    piecewise = cpu_split_points(findings) if settings.piecewise else None
     return piecewise, modules, list(errors)
 
 
-def _gpu_piecewise(script: Any, settings: dict[str, Any], progress: PhaseLog) -> Piecewise:
+def _gpu_piecewise(script: Any, settings: PartialSettings, progress: PhaseLog) -> Piecewise:
     from cgtool.pipeline.piecewise_job import run_piecewise
 
     return run_piecewise(script, settings, progress)
 
 
-def _gpu_modules(script: Any, settings: dict[str, Any], progress: PhaseLog) -> ModuleMap:
+def _gpu_modules(script: Any, settings: PartialSettings, progress: PhaseLog) -> ModuleMap:
     from cgtool.pipeline.modules_job import run_modules
 
     return run_modules(script, settings, progress)

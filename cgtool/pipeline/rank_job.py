@@ -10,6 +10,7 @@ import os
 import re
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Callable, Iterator
 
@@ -47,7 +48,7 @@ def init_group(job: Job, local_rank: int) -> dict[str, Any]:
     if gpu:
         torch.cuda.set_device(local_rank % max(1, torch.cuda.device_count()))
     backend = "nccl" if gpu else "gloo"
-    timeout = float(job.settings.get("collective_timeout_s", 120.0))
+    timeout = job.settings.collective_timeout_s
     by = "script"
     if not dist.is_initialized() and not script_inits_group(job.script):
         dist.init_process_group(backend, timeout=timedelta(seconds=timeout))
@@ -118,10 +119,9 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
 
     progress = PhaseLog(send)
     sequence = SequenceCheck(rank, world, events)
-    gate = RankGate(run_dir, rank, world, float(job.settings.get("collective_timeout_s", 120.0)),
+    gate = RankGate(run_dir, rank, world, job.settings.collective_timeout_s,
                     sequence.at_meeting_point)
-    settings = {**job.settings, "rank": rank, "world_size": world}
-    job = Job(job.kind, job.script, job.entry, settings, job.force_cpu, job.work_dir)
+    job = replace(job, settings=replace(job.settings, rank=rank, world_size=world))
     result: dict[str, Any] = {"rank": rank, "facts": {}}
     t0 = time.perf_counter()
     try:
@@ -152,9 +152,9 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
     report = result.get("report") or {}
     ok = not report.get("errors") and report.get("status") in ("captured", "cpu-only") and sequence.found is None
     if not ok and sequence.found is None:  # diverged: no peer gets past its collective; the launcher stops them
-        gate.linger(float(job.settings.get("linger_s", 15.0)))
+        gate.linger(job.settings.linger_s)
     if rank_gather.wanted() and world > 1 and rank == 0:  # the others' files, from the store, beside rank 0's own
-        hand_over(lambda: rank_gather.gather(world, run_dir, float(job.settings.get("collective_timeout_s", 120.0)) + 30))
+        hand_over(lambda: rank_gather.gather(world, run_dir, job.settings.collective_timeout_s + 30))
     return 0 if ok else 1
 
 

@@ -74,13 +74,13 @@ def test_failed_capture_names_the_line_and_keeps_standing(run_cli, tmp_path):
 
 def test_capture_job_in_process_without_the_cli():
     """The pipeline called directly (no worker, no checks), as the first GPU smoke test did."""
-    from cgtool.model.job import Job
+    from cgtool.model.job import CaptureSettings, Job
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline.capture_job import capture_job
 
     with tempfile.TemporaryDirectory() as wd:
         job = Job("capture", os.path.join(ROOT, "samples", "mlp_inference.py"), "step",
-                  {"warmup": 3, "capture_mode": "global", "checks": False}, work_dir=wd)
+                  CaptureSettings(warmup=3, capture_mode="global", checks=False), work_dir=wd)
         report = capture_job(job, PhaseLog())
         assert report.status == "captured", report.errors
         assert report.graph is not None and report.graph.kernels
