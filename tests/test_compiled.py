@@ -181,7 +181,7 @@ def test_report_round_trip_and_render():
                  findings=check_compiled(run))
     again = Report.from_json(json.loads(json.dumps(rep.to_json())))
     assert again.to_json() == rep.to_json() and again.compiled.graphs_recorded == 3
-    assert rep.to_json()["schema"] == 3 and Report.from_json({**rep.to_json(), "compiled": None}).compiled is None
+    assert rep.to_json()["schema"] == 4 and Report.from_json({**rep.to_json(), "compiled": None}).compiled is None
     console = Console(record=True, width=140)
     render_compiled(again.compiled, console)
     text = console.export_text()

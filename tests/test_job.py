@@ -59,3 +59,27 @@ def test_carry_over_keeps_the_shared_fields() -> None:
     capture = CaptureSettings(warmup=7, timing=False, check_steps=2, node_lines=True, setup_fn="make")
     part = carry_over(capture, PartialSettings, piecewise=True, modules=None)
     assert (part.warmup, part.timing, part.check_steps, part.setup_fn, part.piecewise) == (7, False, 2, "make", True)
+
+
+def test_a_job_result_survives_the_result_file(tmp_path) -> None:
+    """child.write_result and client.read_result: one tagged type each way, a partial job's requests as fields."""
+    from cgtool.bench.result import BenchReport
+    from cgtool.model.partial import FAILED, ModuleMap, Piecewise
+    from cgtool.model.report import ErrorRecord, Report
+    from cgtool.pipeline.result import JobResult, PartialResult
+    from cgtool.worker.child import write_result
+    from cgtool.worker.client import read_result
+
+    path = str(tmp_path / "result.json")
+    for result in (JobResult(CAPTURE, report=Report("/s.py", "step", status="cpu-only")),
+                   JobResult(BENCH, bench=BenchReport((), {"warmup": 3}, (), "0.1")),
+                   JobResult(PARTIAL, partial=PartialResult(Piecewise(FAILED, "m", note="n"), ModuleMap(FAILED, 2),
+                                                            [ErrorRecord("piecewise", "E", "boom")]),
+                             rerun_piecewise="why", modules_pending=True)):
+        write_result(path, result)
+        back = read_result(path)
+        assert back is not None and back.to_json() == result.to_json() and back.kind == result.kind
+    with pytest.raises(ValueError, match="holds its own section and no other"):
+        JobResult(CAPTURE, partial=PartialResult())
+    (tmp_path / "result.json").write_text("[1]")
+    assert read_result(path) is None

@@ -274,7 +274,7 @@ def test_cpu_map_of_the_router_counter_sample():
     from cgtool.pipeline import run_job
 
     job = Job(PARTIAL, os.path.join(SAMPLES, "router_counter.py"), "step", PartialSettings(warmup=2, modules=1))
-    mm = ModuleMap.from_json(run_job(job, PhaseLog())["modules"])
+    mm = run_job(job, PhaseLog()).partial.modules
     status = {e.path: e.status for e in mm.modules}
     assert status["model.router"] == FAILS and status["model.counter"] == FAILS
     assert [p for p, s in status.items() if s == "clean"] == [
@@ -291,7 +291,7 @@ def test_cpu_map_of_the_llama_sample_leaves_the_decoder_layers_to_try():
     from cgtool.pipeline import run_job
 
     job = Job(PARTIAL, os.path.join(SAMPLES, "llama_train.py"), "step", PartialSettings(warmup=2, modules=2))
-    mm = ModuleMap.from_json(run_job(job, PhaseLog())["modules"])
+    mm = run_job(job, PhaseLog()).partial.modules
     status = {e.path: e.status for e in mm.modules}
     assert status["model"] == FAILS and status["model.model"] == FAILS
     assert "line 21" in next(e.reason for e in mm.modules if e.path == "model.model")

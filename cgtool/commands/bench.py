@@ -218,8 +218,8 @@ def _run(job: Any, timeout: float, show: bool):
             outcome = run_job(job, timeout, on_event)
     else:
         outcome = run_job(job, timeout)
-    if outcome.result is not None:
-        return BenchReport.from_json(outcome.result), outcome
+    if outcome.result is not None and outcome.result.bench is not None:
+        return outcome.result.bench, outcome
     from cgtool import __version__
 
     err = ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message)

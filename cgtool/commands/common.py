@@ -12,6 +12,7 @@ from cgtool.errors import ExitCode
 if TYPE_CHECKING:  # loaded when a command runs, not when the CLI starts
     from cgtool.model.job import Job, Settings
     from cgtool.model.report import Report
+    from cgtool.pipeline.result import PartialResult
     from cgtool.worker.client import WorkerOutcome
 
 
@@ -94,39 +95,40 @@ def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
     return capture_exit(report, outcome.failure)
 
 
-def run_partial_jobs(job: Job, timeout: float, show: bool) -> tuple[dict[str, Any], WorkerOutcome]:
+def run_partial_jobs(job: Job, timeout: float, show: bool) -> tuple[PartialResult, WorkerOutcome]:
     """The partial-capture job (settings piecewise / modules) in workers of its own: on a GPU the pieced step
     first, rerun once in a fresh worker without keeping the pieces' graphs when the first run asks for it
     (a failed run can leave torch's allocator broken in its process), then the module map in another worker
-    (torch.compile's state and a failed piecewise run stay out of it). Returns the merged result
-    {"piecewise", "modules", "errors"} and the last worker's outcome; a worker that fails ends the runs."""
+    (torch.compile's state and a failed piecewise run stay out of it). Returns the merged sections and the
+    last worker's outcome (the failed one, if one failed); a worker that fails ends the runs."""
     from dataclasses import replace
 
-    merged: dict[str, Any] = {"piecewise": None, "modules": None, "errors": []}
+    from cgtool.pipeline.result import PartialResult
+
     outcome = run_with_progress(job, timeout, show)
     runs = [outcome]
-    if outcome.result is not None and outcome.result.get("rerun_piecewise"):
-        why = outcome.result["rerun_piecewise"]
-        again = replace(job, settings=replace(job.settings, modules=None, keep_graphs=False))
-        second = run_with_progress(again, timeout, show)
+    first = outcome.result
+    if first is None or first.partial is None:
+        return PartialResult(), outcome
+    merged = PartialResult(first.partial.piecewise, first.partial.modules, list(first.partial.errors))
+    if first.rerun_piecewise:
+        why = first.rerun_piecewise
+        second = run_with_progress(replace(job, settings=replace(job.settings, modules=None, keep_graphs=False)),
+                                   timeout, show)
         runs.append(second)
-        if second.result is not None and second.result.get("piecewise"):
-            note = second.result["piecewise"].get("note") or ""
-            second.result["piecewise"]["note"] = f"{note} ({why})" if note else why
-            outcome.result["piecewise"] = second.result["piecewise"]
-            outcome.result["errors"] = outcome.result.get("errors", []) + second.result.get("errors", [])
-    if outcome.result is not None and outcome.result.get("modules_pending") and not any(
-            r.failure == "interrupted" for r in runs):
-        modules = replace(job, settings=replace(job.settings, piecewise=False))
-        third = run_with_progress(modules, timeout, show)
+        again = second.result.partial if second.result is not None else None
+        if again is not None and again.piecewise is not None:
+            note = again.piecewise.note
+            merged.piecewise = replace(again.piecewise, note=f"{note} ({why})" if note else why)
+            merged.errors += again.errors
+    if first.modules_pending and not any(r.failure == "interrupted" for r in runs):
+        third = run_with_progress(replace(job, settings=replace(job.settings, piecewise=False)), timeout, show)
         runs.append(third)
-        if third.result is not None:
-            outcome.result["modules"] = third.result.get("modules")
-            outcome.result["errors"] = outcome.result.get("errors", []) + third.result.get("errors", [])
+        last = third.result.partial if third.result is not None else None
+        if last is not None:
+            merged.modules = last.modules
+            merged.errors += last.errors
     failed = next((r for r in runs if r.result is None), None)
-    if outcome.result is not None:
-        merged.update({k: outcome.result.get(k) for k in ("piecewise", "modules")})
-        merged["errors"] = list(outcome.result.get("errors", []))
     return merged, failed or runs[-1]
 
 
@@ -134,15 +136,13 @@ def run_partial(job: Job, report: Report, timeout: float, show: bool, piecewise:
     """The partial-capture job in its own worker (a failed whole-step capture can spoil the CUDA context);
     its sections and errors go into `report`."""
     from cgtool.model.job import PARTIAL, Job, PartialSettings, carry_over
-    from cgtool.model.partial import ModuleMap, Piecewise
     from cgtool.model.report import ErrorRecord
 
     part = Job(PARTIAL, job.script, job.entry, carry_over(job.settings, PartialSettings, piecewise=piecewise,
                                                           modules=modules), job.force_cpu)
-    d, outcome = run_partial_jobs(part, timeout, show)
+    result, outcome = run_partial_jobs(part, timeout, show)
     if outcome.result is None:
         report.errors.append(ErrorRecord(outcome.phase or "partial", outcome.failure or "crash", outcome.message))
-    report.piecewise = None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"])
-    report.modules = None if d.get("modules") is None else ModuleMap.from_json(d["modules"])
+    report.piecewise, report.modules = result.piecewise, result.modules
     known = {(e.phase, e.message) for e in report.errors}
-    report.errors.extend(e for e in map(ErrorRecord.from_json, d.get("errors", [])) if (e.phase, e.message) not in known)
+    report.errors.extend(e for e in result.errors if (e.phase, e.message) not in known)

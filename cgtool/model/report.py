@@ -22,9 +22,11 @@ __all__ = ["ErrorRecord", "ReplayCheck", "Report", "Skip", "TensorDiff", "Timing
 
 # 2 added `piecewise` and `modules` (partial capture); `compiled` is optional in 2. 3: a finding's verdict reason is
 # its own field (`reason`, no longer appended to `message`), findings carry `kind`, `origin` and `predicts`, and
-# `skipped` entries are records ({"code", "text"}, were strings)
-SCHEMA_VERSION = 3
-READABLE_SCHEMAS = (1, 2, 3)  # a schema-1 report reads with both new sections null; schema 1-2 `skipped` as text
+# `skipped` entries are records ({"code", "text"}, were strings). 4: how long cgtool's own phases took is `phase_ms`
+# (were `*_ms` keys of `settings`), and `settings` holds every setting of the job
+SCHEMA_VERSION = 4
+READABLE_SCHEMAS = (1, 2, 3, 4)  # a schema-1 report reads with both new sections null; schema 1-2 `skipped` as text
+PHASES = ("capture", "read_graph", "driver_dot", "node_lines", "write_dots")  # the keys of Report.phase_ms
 
 # Report.status values
 CAPTURED = "captured"  # capture ran and a graph was read
@@ -43,7 +45,8 @@ class Report:
     status: str = SCRIPT_ERROR
     device: str = "cpu"
     environment: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)  # warmup, capture mode, ...
+    settings: dict[str, Any] = field(default_factory=dict)  # the job's settings (model/job.py)
+    phase_ms: dict[str, float] = field(default_factory=dict)  # PHASES: how long each of cgtool's own phases took
     graph: Graph | None = None
     replay: ReplayCheck | None = None
     timings: Timings | None = None
@@ -69,6 +72,7 @@ class Report:
             "device": self.device,
             "environment": self.environment,
             "settings": self.settings,
+            "phase_ms": dict(self.phase_ms),
             "graph": None if self.graph is None else {**self.graph.to_json(), "counts": graph_counts(self.graph)},
             "replay": None if self.replay is None else self.replay.to_json(),
             "timings": None if self.timings is None else self.timings.to_json(),
@@ -95,7 +99,8 @@ class Report:
             status=d["status"],
             device=d.get("device", "cpu"),
             environment=d.get("environment", {}),
-            settings=d.get("settings", {}),
+            settings={k: v for k, v in d.get("settings", {}).items() if k.removesuffix("_ms") not in PHASES},
+            phase_ms=_phase_ms(d),
             graph=None if d.get("graph") is None else Graph.from_json(d["graph"]),
             replay=None if d.get("replay") is None else ReplayCheck.from_json(d["replay"]),
             timings=None if d.get("timings") is None else Timings.from_json(d["timings"]),
@@ -111,3 +116,11 @@ class Report:
             script_output=d.get("script_output", ""),
             cgtool_version=d.get("cgtool_version", ""),
         )
+
+
+def _phase_ms(d: dict[str, Any]) -> dict[str, float]:
+    """A report's phase times: `phase_ms`, or (schema 3 and before) the `*_ms` keys of its settings."""
+    if d.get("phase_ms") is not None:
+        return {str(k): float(v) for k, v in d["phase_ms"].items()}
+    old = d.get("settings") or {}
+    return {p: float(old[f"{p}_ms"]) for p in PHASES if isinstance(old.get(f"{p}_ms"), (int, float))}

@@ -20,7 +20,7 @@ from cgtool.script.contract import ScriptExit, ScriptRaised, contract_names, loa
 from cgtool.script.errors import error_record
 
 
-def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
+def bench_job(job: Job, progress: PhaseLog) -> BenchReport:
     settings = job.settings
     results, errors = [], []
     shared = None
@@ -33,7 +33,7 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
             raise CgtoolError("cgtool bench needs a CUDA device; none is visible to torch here. "
                               "`cgtool capture` and `cgtool lint` still analyse the script on CPU.", ExitCode.ENVIRONMENT)
         torch.cuda.init()
-        sizes = settings.sizes or [None]
+        sizes: list[int | None] = list(settings.sizes or [None])
         if sizes != [None] and not script.accepts_size():
             raise CgtoolError(f"--sizes needs setup(device, size) or inputs(i, device, size) in {job.script}; "
                               "neither takes a `size` parameter.")
@@ -64,7 +64,7 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
     except BaseException as exc:  # no Exception: the script's, from code cgtool called outside the contract
         errors.append(error_record(progress.current or "load", exc))
     return BenchReport(tuple(results), settings_to_json(settings), tuple(errors), __version__,
-                       shared_pool=shared).to_json()
+                       shared_pool=shared)
 
 
 def bench_one(script: Any, size: int | None, settings: BenchSettings, progress: PhaseLog):

@@ -52,7 +52,7 @@ def run_gpu_pipeline(script: Script, settings: CaptureSettings, report: Report, 
         report.findings.extend(analysis.findings())  # what ran before the step raised still counts
         raise
     report.findings.extend(analysis.findings())
-    report.settings["capture_ms"] = round(captured.capture_ms, 2)  # the captured iteration, traced
+    report.phase_ms["capture"] = round(captured.capture_ms, 2)  # the captured iteration, traced
     blocked = after_capture(True)  # a distributed run: every rank captured? (None elsewhere)
     report.findings.extend(unwaited_output(script, captured))
     if blocked:
@@ -70,8 +70,8 @@ def run_gpu_pipeline(script: Script, settings: CaptureSettings, report: Report, 
         graph = None
     else:
         report.graph = graph
-        report.settings["read_graph_ms"] = round(read_ms, 2)
-        report.settings["driver_dot_ms"] = round(dot_ms, 2)
+        report.phase_ms["read_graph"] = round(read_ms, 2)
+        report.phase_ms["driver_dot"] = round(dot_ms, 2)
         if driver_dot:
             report.outputs["graph.driver.dot"] = driver_dot
     inst_ms = instantiate(captured)
@@ -192,7 +192,7 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
         from cgtool.capture.timeline_events import timeline
 
         profile.timeline = timeline(graph, replays, eager)
-    report.settings["node_lines_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
+    report.phase_ms["node_lines"] = round((time.perf_counter() - t0) * 1e3, 2)
     return profile
 
 

@@ -8,22 +8,22 @@ from __future__ import annotations
 from typing import Any
 
 from cgtool.errors import CgtoolError
-from cgtool.model.job import Job, PartialSettings
+from cgtool.model.job import PARTIAL, Job, PartialSettings
 from cgtool.model.partial import FAILED, ModuleMap, Piecewise
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.pipeline.piecewise_job import METHOD, RerunFresh
+from cgtool.pipeline.result import JobResult, PartialResult
 from cgtool.script.contract import ScriptExit, ScriptRaised, contract_names, load_script
 from cgtool.script.errors import error_record, first_line
 from cgtool.script.frames import user_frames_of_traceback
 
 
-def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
-    """{"piecewise": Piecewise JSON or None, "modules": ModuleMap JSON or None, "errors": [...]}, and
-    "rerun_piecewise": why, when the piecewise run that kept its graphs failed and should run again in a fresh
-    worker with settings keep_graphs=False, and "modules_pending" when both parts were asked for on a GPU: this
-    worker runs the pieced step only, the module map runs in a fresh worker (commands/common.py:
-    run_partial_jobs does both)."""
+def partial_job(job: Job, progress: PhaseLog) -> JobResult:
+    """The pieced step and/or the module map with the errors met, and rerun_piecewise (why) when the piecewise
+    run that kept its graphs failed and should run again in a fresh worker with keep_graphs=False, and
+    modules_pending when both parts were asked for on a GPU: this worker runs the pieced step only, the module
+    map runs in a fresh worker (commands/common.py: run_partial_jobs does both)."""
     settings = job.settings
     depth = settings.modules
     piecewise: Piecewise | None = None
@@ -64,10 +64,8 @@ def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
         raise  # cgtool's own failure: the worker's output shows its traceback
     except BaseException as exc:  # no Exception: the script's own, from a module's forward cgtool called directly
         errors.append(error_record(progress.current or "load", exc))
-    return {"piecewise": None if piecewise is None else piecewise.to_json(),
-            "modules": None if modules is None else modules.to_json(),
-            "errors": [e.to_json() for e in errors], **({"rerun_piecewise": rerun} if rerun else {}),
-            **({"modules_pending": True} if pending else {})}
+    return JobResult(PARTIAL, partial=PartialResult(piecewise, modules, errors), rerun_piecewise=rerun,
+                     modules_pending=pending)
 
 
 def _on_cpu(script: Any, settings: PartialSettings, depth: Any):

@@ -103,7 +103,8 @@ class EventFile:
 def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | None = None) -> int:
     """Run this rank; its result goes to run_dir/rank{R}.json. The exit status: 0 when the rank captured
     (or ran on CPU) without errors, 1 otherwise (so the launcher stops the ranks still waiting)."""
-    from cgtool.pipeline import rank_gather, run_job
+    from cgtool.pipeline import rank_gather
+    from cgtool.pipeline.capture_job import capture_job
     from cgtool.pipeline.rank_gate import RankGate, install
     from cgtool.pipeline.rank_sequence import SequenceCheck
     from cgtool.trace.dist_watch import watch_distributed
@@ -130,9 +131,9 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
         events({"facts": result["facts"]})
         install(gate)
         with watch_distributed(events, lambda: events.phase, sequence.on_collective) as watch, counting_steps(watch):
-            result["report"] = run_job(job, progress)
-        done = result["report"]
-        if done.get("status") == "cpu-only" and not done.get("errors"):
+            done = capture_job(job, progress)  # a rank runs capture jobs only (commands/distributed.py)
+        result["report"] = done.to_json()
+        if done.status == "cpu-only" and not done.errors:
             sequence.at_meeting_point()  # a CPU run has no capture to meet after: it finished its compared phases
     except Exception as exc:  # the process group could not form: the rank's report says so
         from cgtool.pipeline.capture_job import new_report
