@@ -202,9 +202,9 @@ def test_piecewise_asks_for_a_fresh_rerun_without_kept_graphs_and_reports_torch_
 
 
 def test_partial_parts_run_in_fresh_workers(monkeypatch):
-    """The orchestration of the partial job's workers (commands/common.py): a piecewise run asking for a rerun
+    """The orchestration of the partial job's workers (worker/service.py): a piecewise run asking for a rerun
     gets one in a new worker without kept graphs, and the module map its own worker after it."""
-    from cgtool.commands import common
+    from cgtool.worker import service
     from cgtool.model.job import PARTIAL, Job, PartialSettings
     from cgtool.worker.client import WorkerOutcome
 
@@ -214,7 +214,7 @@ def test_partial_parts_run_in_fresh_workers(monkeypatch):
     failed_note, measured = Piecewise(FAILED, "x", note="x"), Piecewise(MEASURED, "x", note="3 dynamo graph(s)")
     module_map = ModuleMap(MEASURED, 1)
 
-    def fake_run(job, timeout, show):
+    def fake_run(job, timeout, on_event):
         jobs.append(job.settings)
         if job.settings.piecewise and job.settings.keep_graphs:
             return WorkerOutcome(result=JobResult(PARTIAL, partial=PartialResult(failed_note, None, [ErrorRecord(
@@ -224,9 +224,9 @@ def test_partial_parts_run_in_fresh_workers(monkeypatch):
             return WorkerOutcome(result=JobResult(PARTIAL, partial=PartialResult(measured)))
         return WorkerOutcome(result=JobResult(PARTIAL, partial=PartialResult(None, module_map)))
 
-    monkeypatch.setattr(common, "run_with_progress", fake_run)
-    merged, outcome = common.run_partial_jobs(Job(PARTIAL, "s.py", "step", PartialSettings(piecewise=True, modules=1)),
-                                              60, False)
+    monkeypatch.setattr(service, "run_job", fake_run)
+    merged, outcome = service.run_partial_jobs(Job(PARTIAL, "s.py", "step", PartialSettings(piecewise=True, modules=1)),
+                                               60)
     assert [(j.piecewise, j.modules, j.keep_graphs) for j in jobs] == [
         (True, 1, True), (True, None, False), (False, 1, True)]
     assert merged.piecewise is not None and merged.piecewise.status == MEASURED and merged.modules == module_map

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from cgtool.commands.common import make_job, run_partial_jobs
+from cgtool.commands.common import make_job, progress
 from cgtool.model.exit_codes import bench_partial_exit
 from cgtool.model.job import PartialSettings
 
@@ -16,8 +16,10 @@ def bench_partial(target: str, entry: str | None, timeout: float, settings: Part
     from cgtool.render.console import console
 
     job = make_job(target, entry, settings)
-    result, outcome = run_partial_jobs(job, max(timeout, 60.0 + 2 * settings.budget_s + 120.0),
-                                       show=not (as_json or quiet))
+    from cgtool.worker.service import run_partial_jobs
+
+    with progress(not (as_json or quiet)) as on_event:
+        result, outcome = run_partial_jobs(job, max(timeout, 60.0 + 2 * settings.budget_s + 120.0), on_event)
     if outcome.result is None:
         result.errors.append(ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message))
     data = json.dumps({"kind": "cgtool-bench-partial", **result.to_json()}, indent=1) + "\n"

@@ -9,7 +9,7 @@ import tempfile
 
 import click
 
-from cgtool.commands.common import Number, exit_code_for, make_job, run_with_progress, script_options
+from cgtool.commands.common import Number, exit_code_for, make_job, progress, script_options
 from cgtool.commands.distributed import nproc_option
 from cgtool.errors import CgtoolError, ExitCode
 
@@ -106,8 +106,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     from cgtool.render.capture import render_report
     from cgtool.render.console import console
     from cgtool.render.outputs import prepare_out_dir, run_complete, say_kept, write_outputs
-    from cgtool.worker.client import report_from_outcome
-    from cgtool.worker.whole_step import complete_report
+    from cgtool.worker.service import analyse
 
     from cgtool.model.job import CaptureSettings
 
@@ -131,14 +130,11 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     show = not (as_json or quiet)
     write_error, kept = None, {}
     with tempfile.TemporaryDirectory(prefix="cgtool-work-") as work_dir:
-        outcome = run_with_progress(job.with_work_dir(work_dir), timeout, show=show)
-        report = report_from_outcome(job, outcome)
-        if outcome.failure in (None, "crash"):  # a failed capture: the CPU analysis adds what it did not reach
-            report = complete_report(job, report, timeout)
-        if (piecewise or modules_depth is not None) and outcome.failure is None:
-            from cgtool.commands.common import run_partial
-
-            run_partial(job, report, timeout, show, piecewise, modules_depth)
+        with progress(show) as on_event:
+            analysis = analyse(job.with_work_dir(work_dir), timeout, on_event=on_event,
+                               partial=(piecewise, modules_depth) if piecewise or modules_depth is not None else None)
+        report, outcome = analysis.report, analysis.outcome
+        assert outcome is not None  # one worker (ranks went to capture_distributed)
         try:
             kept = write_outputs(report, out_dir, complete=run_complete(report, outcome.failure))
             if html_path:

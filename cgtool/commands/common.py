@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
@@ -12,7 +14,6 @@ from cgtool.errors import ExitCode
 if TYPE_CHECKING:  # loaded when a command runs, not when the CLI starts
     from cgtool.model.job import Job, Settings
     from cgtool.model.report import Report
-    from cgtool.pipeline.result import PartialResult
     from cgtool.worker.client import WorkerOutcome
 
 
@@ -70,13 +71,14 @@ def make_job(target: str, entry: str | None, settings: Settings, force_cpu: bool
     return Job(kind_of(settings), os.path.abspath(path), entry, settings, force_cpu)
 
 
-def run_with_progress(job: Job, timeout: float, show: bool) -> WorkerOutcome:
-    """Run the job in the worker; show the phases on stderr while it runs."""
+@contextmanager
+def progress(show: bool) -> Iterator[Callable[[dict[str, Any]], None] | None]:
+    """While the block runs, the workers' phases on stderr through the callback it yields (None: not shown)."""
     from cgtool.render.console import console
-    from cgtool.worker.client import run_job
 
     if not show:
-        return run_job(job, timeout)
+        yield None
+        return
     err = console(stderr=True)
     with err.status("starting worker…") as status:
         def on_event(event: dict[str, Any]) -> None:
@@ -85,7 +87,8 @@ def run_with_progress(job: Job, timeout: float, show: bool) -> WorkerOutcome:
                 status.update(f"{event['phase']}{detail}…")
                 err.print(f"[dim]{event.get('t', 0):7.2f}s  {event['phase']}{detail}[/]", soft_wrap=True)
 
-        return run_job(job, timeout, on_event)
+        yield on_event
+
 
 
 def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
@@ -93,56 +96,3 @@ def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
     from cgtool.model.exit_codes import capture_exit
 
     return capture_exit(report, outcome.failure)
-
-
-def run_partial_jobs(job: Job, timeout: float, show: bool) -> tuple[PartialResult, WorkerOutcome]:
-    """The partial-capture job (settings piecewise / modules) in workers of its own: on a GPU the pieced step
-    first, rerun once in a fresh worker without keeping the pieces' graphs when the first run asks for it
-    (a failed run can leave torch's allocator broken in its process), then the module map in another worker
-    (torch.compile's state and a failed piecewise run stay out of it). Returns the merged sections and the
-    last worker's outcome (the failed one, if one failed); a worker that fails ends the runs."""
-    from dataclasses import replace
-
-    from cgtool.pipeline.result import PartialResult
-
-    outcome = run_with_progress(job, timeout, show)
-    runs = [outcome]
-    first = outcome.result
-    if first is None or first.partial is None:
-        return PartialResult(), outcome
-    merged = PartialResult(first.partial.piecewise, first.partial.modules, list(first.partial.errors))
-    if first.rerun_piecewise:
-        why = first.rerun_piecewise
-        second = run_with_progress(replace(job, settings=replace(job.settings, modules=None, keep_graphs=False)),
-                                   timeout, show)
-        runs.append(second)
-        again = second.result.partial if second.result is not None else None
-        if again is not None and again.piecewise is not None:
-            note = again.piecewise.note
-            merged.piecewise = replace(again.piecewise, note=f"{note} ({why})" if note else why)
-            merged.errors += again.errors
-    if first.modules_pending and not any(r.failure == "interrupted" for r in runs):
-        third = run_with_progress(replace(job, settings=replace(job.settings, piecewise=False)), timeout, show)
-        runs.append(third)
-        last = third.result.partial if third.result is not None else None
-        if last is not None:
-            merged.modules = last.modules
-            merged.errors += last.errors
-    failed = next((r for r in runs if r.result is None), None)
-    return merged, failed or runs[-1]
-
-
-def run_partial(job: Job, report: Report, timeout: float, show: bool, piecewise: bool, modules: int | None) -> None:
-    """The partial-capture job in its own worker (a failed whole-step capture can spoil the CUDA context);
-    its sections and errors go into `report`."""
-    from cgtool.model.job import PARTIAL, Job, PartialSettings, carry_over
-    from cgtool.model.report import ErrorRecord
-
-    part = Job(PARTIAL, job.script, job.entry, carry_over(job.settings, PartialSettings, piecewise=piecewise,
-                                                          modules=modules), job.force_cpu)
-    result, outcome = run_partial_jobs(part, timeout, show)
-    if outcome.result is None:
-        report.errors.append(ErrorRecord(outcome.phase or "partial", outcome.failure or "crash", outcome.message))
-    report.piecewise, report.modules = result.piecewise, result.modules
-    known = {(e.phase, e.message) for e in report.errors}
-    report.errors.extend(e for e in result.errors if (e.phase, e.message) not in known)

@@ -221,29 +221,17 @@ def lint_job(path: str, opts: LintOptions, entry: str | None = None, names: dict
 
 
 def analyse(job: Job, opts: LintOptions, stop: threading.Event | None = None) -> tuple[Report, bool] | None:
-    """lint's analysis of one job: its complete report (a failed capture completed by the CPU analysis of the whole
-    step) and whether the script, written for ranks, ran as a world of one; None when Ctrl-C (or `stop`) ended it.
-    `lint` and `cgtool.check` both come through here."""
-    from cgtool.worker.client import report_from_outcome, run_job
-    from cgtool.worker.whole_step import complete_report
+    """lint's analysis of one job through the analysis service (worker/service.py: analyse): its complete report (a
+    failed capture completed by the CPU analysis of the whole step) and whether the script, written for ranks, ran
+    as a world of one; None when Ctrl-C (or `stop`) ended it. `lint` and `cgtool.check` both come through here."""
+    from cgtool.worker.service import analyse as run_analysis
 
     world_of_one = not opts.nproc and written_for_ranks(job.script)
-    if opts.nproc or world_of_one:  # a script written for ranks runs as a world of one in a plain lint
-        from cgtool.worker.distributed import lint_report
-
-        report = lint_report(job, opts.nproc or 1, opts.timeout, stop)
-        if report is not None:  # a failed capture: the CPU analysis (a world of one) adds what it did not reach
-            report = complete_report(job, report, opts.timeout, stop, world_of_one=True)
-        if report is None or (stop is not None and stop.is_set()):
-            return None
-        return report, world_of_one
-    outcome = run_job(job, opts.timeout, stop=stop)
-    if outcome.failure == "interrupted":
+    ranks = (opts.nproc or 1) if opts.nproc or world_of_one else None  # a script for ranks: a world of one rank
+    analysis = run_analysis(job, opts.timeout, stop=stop, ranks=ranks)
+    if analysis.interrupted:
         return None
-    report = complete_report(job, report_from_outcome(job, outcome), opts.timeout, stop)
-    if stop is not None and stop.is_set():
-        return None
-    return report, False
+    return analysis.report, world_of_one
 
 
 def script_result(path: str, report: Report, opts: LintOptions, world_of_one: bool = False) -> ScriptResult:

@@ -23,7 +23,7 @@ def partial_job(job: Job, progress: PhaseLog) -> JobResult:
     """The pieced step and/or the module map with the errors met, and rerun_piecewise (why) when the piecewise
     run that kept its graphs failed and should run again in a fresh worker with keep_graphs=False, and
     modules_pending when both parts were asked for on a GPU: this worker runs the pieced step only, the module
-    map runs in a fresh worker (commands/common.py: run_partial_jobs does both)."""
+    map runs in a fresh worker (worker/service.py: run_partial_jobs does both)."""
     settings = job.settings
     depth = settings.modules
     piecewise: Piecewise | None = None

@@ -38,7 +38,7 @@ class JobResult:
     """One job's result, tagged by the job's kind: `report` for CAPTURE, `bench` for BENCH, `partial` for PARTIAL.
     A partial job may ask the parent for more: `rerun_piecewise` (why) when the pieced step that kept its graphs
     failed and should run again in a fresh worker without keeping them; `modules_pending` when the module map
-    was asked for too and runs in a worker of its own (commands/common.py: run_partial_jobs does both)."""
+    was asked for too and runs in a worker of its own (worker/service.py: run_partial_jobs does both)."""
 
     kind: str
     report: Report | None = None
