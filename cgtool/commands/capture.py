@@ -103,12 +103,11 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     group formed by cgtool unless the script calls init_process_group; setup(device, rank, world_size)
     gets its rank); report.json is the merged report, rank<r>/report.json each rank's (docs/distributed.md).
     """
+    from cgtool.model.job import CaptureSettings
     from cgtool.render.capture import render_report
     from cgtool.render.console import console
     from cgtool.render.outputs import prepare_out_dir, run_complete, say_kept, write_outputs
     from cgtool.worker.service import analyse
-
-    from cgtool.model.job import CaptureSettings
 
     job = make_job(target, entry, CaptureSettings(
         warmup=warmup, capture_mode=capture_mode, replay_check=not no_replay_check, check_steps=check_steps,
