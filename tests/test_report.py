@@ -218,7 +218,7 @@ def test_phase_times_have_their_own_field_and_old_reports_keep_theirs():
     data = json.loads(json.dumps(r.to_json()))
     assert data["phase_ms"] == {"capture": 1.5, "write_dots": 2.0} and data["settings"] == {"warmup": 3}
     assert Report.from_json(data).phase_ms == r.phase_ms
-    old = {**data, "schema": 3, "settings": {"warmup": 3, "read_graph_ms": 4.0, "driver_dot_ms": 1}}
+    old = {**data, "schema": 3, "settings": {"warmup": 3, "node_lines": True, "read_graph_ms": 4.0, "driver_dot_ms": 1}}
     del old["phase_ms"]
     back = Report.from_json(old)
-    assert back.settings == {"warmup": 3} and back.phase_ms == {"read_graph": 4.0, "driver_dot": 1.0}
+    assert back.settings == {"warmup": 3, "node_lines": True} and back.phase_ms == {"read_graph": 4.0, "driver_dot": 1.0}

@@ -99,7 +99,7 @@ class Report:
             status=d["status"],
             device=d.get("device", "cpu"),
             environment=d.get("environment", {}),
-            settings={k: v for k, v in d.get("settings", {}).items() if k.removesuffix("_ms") not in PHASES},
+            settings={k: v for k, v in d.get("settings", {}).items() if not (k.endswith("_ms") and k[:-3] in PHASES)},
             phase_ms=_phase_ms(d),
             graph=None if d.get("graph") is None else Graph.from_json(d["graph"]),
             replay=None if d.get("replay") is None else ReplayCheck.from_json(d["replay"]),
