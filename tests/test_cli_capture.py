@@ -42,7 +42,7 @@ def test_cpu_only_run_writes_report_exit_3(run_cli, tmp_path):
     # the CPU analysis is shown (what lint checks), and what a GPU adds
     assert "CPU analysis" in r.stdout and "no hazard found" in r.stdout and "CG501" in r.stdout
     report = json.loads((out / "report.json").read_text())
-    assert report["schema"] == 3
+    assert report["schema"] == 4
     assert report["status"] == "cpu-only"
     assert report["device"] == "cpu"
     assert report["graph"] is None

@@ -179,12 +179,12 @@ def test_recompile_points_at_the_call_that_passed_the_new_shape(recorded):
 def test_lint_on_cpu_gives_the_markers(name):
     """The CPU analysis of each sample: the `# expect:` markers (errors and CG7xx), no other error, and the compile
     call found where it is (also in compiled_lib/)."""
-    from cgtool.model.job import Job
+    from cgtool.model.job import CaptureSettings, Job
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline.capture_job import capture_job
 
     path = os.path.join(SAMPLES, f"{name}.py")
-    rep = capture_job(Job("capture", path, "step", {"warmup": 3, "timing": False}, True), PhaseLog())
+    rep = capture_job(Job("capture", path, "step", CaptureSettings(warmup=3, timing=False), True), PhaseLog())
     assert rep.status == "cpu-only", rep.errors
     found = {(f.line, f.rule) for f in rep.findings if f.severity == "error" or f.rule.startswith("CG70")}
     assert found == set(markers(path))
@@ -204,12 +204,12 @@ UNSEEN = os.path.join(ROOT, "tests", "data", "unseen_compiled")
 def test_unseen_scripts_on_cpu(name):
     """Scripts written by someone else to the documented contract (compile calls in an `acme` package): each
     marker, in the script or in the helper module it imports, found at its line; no other error."""
-    from cgtool.model.job import Job
+    from cgtool.model.job import CaptureSettings, Job
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline.capture_job import capture_job
 
     path = os.path.join(UNSEEN, name)
-    rep = capture_job(Job("capture", path, "step", {"warmup": 3, "timing": False}, True), PhaseLog())
+    rep = capture_job(Job("capture", path, "step", CaptureSettings(warmup=3, timing=False), True), PhaseLog())
     assert rep.status == "cpu-only", rep.errors
     found = {(f.file, f.line, f.rule) for f in rep.findings if f.severity == "error" or f.rule.startswith("CG70")}
     assert found == markers_with_imports(path)
@@ -217,11 +217,12 @@ def test_unseen_scripts_on_cpu(name):
 
 
 def test_varying_batch_finding_names_the_call_and_the_compile_line():
-    from cgtool.model.job import Job
+    from cgtool.model.job import CaptureSettings, Job
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline.capture_job import capture_job
 
-    rep = capture_job(Job("capture", os.path.join(SAMPLES, "varying_batch.py"), "step", {"warmup": 3}, True), PhaseLog())
+    rep = capture_job(Job("capture", os.path.join(SAMPLES, "varying_batch.py"), "step", CaptureSettings(warmup=3), True),
+                      PhaseLog())
     cg702 = [f for f in rep.findings if f.rule == "CG702"]
     assert len(cg702) == 1 and "compiled at factory.py:15" in cg702[0].message
     assert not [f for f in rep.findings if f.rule == "CG301"]  # a graph per size, not a wrong-shape replay

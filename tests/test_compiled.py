@@ -181,7 +181,7 @@ def test_report_round_trip_and_render():
                  findings=check_compiled(run))
     again = Report.from_json(json.loads(json.dumps(rep.to_json())))
     assert again.to_json() == rep.to_json() and again.compiled.graphs_recorded == 3
-    assert rep.to_json()["schema"] == 3 and Report.from_json({**rep.to_json(), "compiled": None}).compiled is None
+    assert rep.to_json()["schema"] == 4 and Report.from_json({**rep.to_json(), "compiled": None}).compiled is None
     console = Console(record=True, width=140)
     render_compiled(again.compiled, console)
     text = console.export_text()
@@ -211,12 +211,12 @@ def test_without_cudagraphs():
 
 
 def test_cpu_path_traces_the_step_and_lists_what_is_not_checked():
-    from cgtool.model.job import Job
+    from cgtool.model.job import CaptureSettings, Job
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline.capture_job import capture_job
 
     path = os.path.join(SAMPLES, "input_mutation.py")
-    rep = capture_job(Job("capture", path, "step", {"warmup": 2}, True), PhaseLog())
+    rep = capture_job(Job("capture", path, "step", CaptureSettings(warmup=2), True), PhaseLog())
     assert rep.status == "cpu-only" and not rep.errors
     assert rep.compiled is not None and not rep.compiled.observed and rep.compiled.iterations == 3
     assert rep.compiled.sites[0].line == 31 and rep.compiled.sites[0].mode == "reduce-overhead"

@@ -9,7 +9,7 @@ import sys
 from cgtool.checks.distributed import check_distributed
 from cgtool.graph.model import Graph
 from cgtool.model.frame import Frame
-from cgtool.model.job import Job
+from cgtool.model.job import CaptureSettings, Job
 from cgtool.model.ranks import FINISHED, STOPPED, Collective, DdpWrap, DistReport, RankResult
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, ErrorRecord, Report, Timings
 from cgtool.worker.launch import LaunchOutcome, descendants, launcher_command
@@ -114,7 +114,7 @@ def test_merge_takes_the_slowest_rank_and_counts_nccl_kernels():
         rr.report.graph = g
         rr.report.timings = Timings(eager, replay, 60)
         ranks.append(rr)
-    rep = merge(Job("capture", S, "step"), LaunchOutcome(ranks, ["torchrun"]), {"warmup": 11})
+    rep = merge(Job("capture", S, "step"), LaunchOutcome(ranks, ["torchrun"]), CaptureSettings(warmup=11))
     assert rep.step["eager_us"] == 120.0 and rep.step["replay_us"] == 25.0 and rep.step["slowest_eager_rank"] == 1
     assert rep.ranks[0].summary["nccl_kernels"] == {"ncclDevKernel_AllReduce_Sum_f32_RING_LL": 1}
     assert rep.graph_diffs["rank 1"]["growth_pct"] == 0.0

@@ -18,7 +18,7 @@ import time
 import pytest
 from procs import gone
 
-from cgtool.model.job import CAPTURE, Job
+from cgtool.model.job import CAPTURE, CaptureSettings, Job
 from cgtool.model.report import WORKER_FAILED
 from cgtool.worker.client import report_from_outcome, run_job
 
@@ -72,7 +72,7 @@ def test_the_worker_killed_at_each_phase_by_each_signal(tmp_path):
     def run(phase: str, sig: signal.Signals) -> None:
         folder = tmp_path / f"{phase}-{sig.name}"
         job = Job(CAPTURE, fault_copy(folder, STOPS[phase]), "step",
-                  settings={"warmup": 3, "timing": False, "checks": True, "replay_check": True})
+                  settings=CaptureSettings(warmup=3, timing=False, checks=True, replay_check=True))
         pids: list[int] = []
 
         def kill() -> None:

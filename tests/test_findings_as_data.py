@@ -146,7 +146,7 @@ def test_capture_on_cpu_is_the_same_with_every_message_rewritten(rewritten_env, 
 def test_the_whole_step_after_a_failed_capture_is_judged_the_same(rewritten_env, monkeypatch):
     """A failed GPU capture (written by hand) completed with the real CPU analysis of the whole step, in a worker
     whose messages are all rewritten: the same findings with the same evidence."""
-    from cgtool.model.job import CAPTURE, Job
+    from cgtool.model.job import CAPTURE, CaptureSettings, Job
     from cgtool.model.report import Report
     from cgtool.model.rules import finding
     from cgtool.worker.whole_step import complete_report
@@ -159,7 +159,7 @@ def test_the_whole_step_after_a_failed_capture_is_judged_the_same(rewritten_env,
                                          (Frame(script, 23, "step", "kept = y[y > 0]"),),
                                          "cudaErrorStreamCaptureUnsupported", (f"{script}:20",)))
         report.findings.append(finding("CG102", "boolean-mask indexing", file=script, line=23, evidence=CONFIRMED))
-        job = Job(CAPTURE, script, "step", {"warmup": 3, "timing": False, "checks": True})
+        job = Job(CAPTURE, script, "step", CaptureSettings(warmup=3, timing=False, checks=True))
         done = complete_report(job, report, timeout=300)
         return [(f.rule, f.line, f.kind, f.origin, f.evidence, f.severity, f.predicts, f.reason) for f in done.findings]
 

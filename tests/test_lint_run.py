@@ -118,11 +118,11 @@ def test_forked_children_crashes_and_a_steps_own_keyboard_interrupt(tmp_path):
 
 
 def test_the_scripts_output_starts_after_torchs_import(tmp_path):
-    from cgtool.model.job import CAPTURE, Job
+    from cgtool.model.job import CAPTURE, CaptureSettings, Job
     from cgtool.worker.client import run_job
 
     script = _write(tmp_path, "crashes.py", PRINTS_THEN_CRASHES)
-    outcome = run_job(Job(CAPTURE, script, "step", settings={"warmup": 2, "timing": False}), timeout=240)
+    outcome = run_job(Job(CAPTURE, script, "step", settings=CaptureSettings(warmup=2, timing=False)), timeout=240)
     assert outcome.failure == "crash"
     assert outcome.output.strip() == "last words of the step"  # not torch's NumPy warning before it
 

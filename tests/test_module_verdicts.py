@@ -269,12 +269,12 @@ def test_plan_file_written_beside_the_report(tmp_path):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only behaviour")
 def test_cpu_map_of_the_router_counter_sample():
-    from cgtool.model.job import PARTIAL, Job
+    from cgtool.model.job import PARTIAL, Job, PartialSettings
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline import run_job
 
-    job = Job(PARTIAL, os.path.join(SAMPLES, "router_counter.py"), "step", {"warmup": 2, "modules": 1})
-    mm = ModuleMap.from_json(run_job(job, PhaseLog())["modules"])
+    job = Job(PARTIAL, os.path.join(SAMPLES, "router_counter.py"), "step", PartialSettings(warmup=2, modules=1))
+    mm = run_job(job, PhaseLog()).partial.modules
     status = {e.path: e.status for e in mm.modules}
     assert status["model.router"] == FAILS and status["model.counter"] == FAILS
     assert [p for p, s in status.items() if s == "clean"] == [
@@ -286,12 +286,12 @@ def test_cpu_map_of_the_llama_sample_leaves_the_decoder_layers_to_try():
     """llama_train.py: the guard's sync (a pre-hook on the first decoder layer) is inside `model` and `model.model`,
     not inside the layer (the hook runs before the layer's call): the two fail, every part of them is tried."""
     pytest.importorskip("transformers")
-    from cgtool.model.job import PARTIAL, Job
+    from cgtool.model.job import PARTIAL, Job, PartialSettings
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline import run_job
 
-    job = Job(PARTIAL, os.path.join(SAMPLES, "llama_train.py"), "step", {"warmup": 2, "modules": 2})
-    mm = ModuleMap.from_json(run_job(job, PhaseLog())["modules"])
+    job = Job(PARTIAL, os.path.join(SAMPLES, "llama_train.py"), "step", PartialSettings(warmup=2, modules=2))
+    mm = run_job(job, PhaseLog()).partial.modules
     status = {e.path: e.status for e in mm.modules}
     assert status["model"] == FAILS and status["model.model"] == FAILS
     assert "line 21" in next(e.reason for e in mm.modules if e.path == "model.model")

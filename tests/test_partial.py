@@ -11,10 +11,11 @@ from conftest import ROOT
 from cgtool.capture.kernel_split import split_kernels
 from cgtool.graph.model import Graph, GraphNode
 from cgtool.model.frame import Frame
-from cgtool.model.job import PARTIAL, Job
+from cgtool.model.job import PARTIAL, Job, PartialSettings
 from cgtool.model.partial import (
     CLEAN,
     CPU_ONLY,
+    FAILED,
     FAILS,
     GRAPHED,
     MEASURED,
@@ -93,7 +94,7 @@ def _measured() -> Report:
 def test_schema_3_round_trip_and_schema_1_still_reads():
     r = _measured()
     data = json.loads(json.dumps(r.to_json()))
-    assert data["schema"] == 3 and data["piecewise"]["kernel_share"] == 0.75
+    assert data["schema"] == 4 and data["piecewise"]["kernel_share"] == 0.75
     back = Report.from_json(data)
     assert back.piecewise == r.piecewise and back.modules == r.modules
     old = {k: v for k, v in data.items() if k not in ("piecewise", "modules")}
@@ -165,9 +166,9 @@ def test_piecewise_asks_for_a_fresh_rerun_without_kept_graphs_and_reports_torch_
 
     monkeypatch.setattr(piecewise_job, "_run_piecewise", checkpoint)
     with pytest.raises(piecewise_job.RerunFresh, match="kept the pieces' graphs failed .RuntimeError: Expected curr_block"):
-        piecewise_job.run_piecewise(None, {}, PhaseLog())
+        piecewise_job.run_piecewise(None, PartialSettings(), PhaseLog())
     # the rerun (a fresh worker, keep_graphs False) meeting torch's check again: torch refuses the step
-    p = piecewise_job.run_piecewise(None, {"keep_graphs": False}, PhaseLog())
+    p = piecewise_job.run_piecewise(None, PartialSettings(keep_graphs=False), PhaseLog())
     assert calls == [True, False] and p.status == NOT_POSSIBLE and "curr_block->size" in p.note
 
     def refused(script, settings, progress, keep):
@@ -178,7 +179,7 @@ def test_piecewise_asks_for_a_fresh_rerun_without_kept_graphs_and_reports_torch_
 
     calls.clear()
     monkeypatch.setattr(piecewise_job, "_run_piecewise", refused)
-    p = piecewise_job.run_piecewise(None, {}, PhaseLog())
+    p = piecewise_job.run_piecewise(None, PartialSettings(), PhaseLog())
     assert calls == [True] and p.status == NOT_POSSIBLE
     assert p.note.startswith("piecewise not possible: Mutations on inputs with user-specified streams")
     assert 'backend="cudagraphs") raised RuntimeError while recording the pieces' in p.note
@@ -188,45 +189,49 @@ def test_piecewise_asks_for_a_fresh_rerun_without_kept_graphs_and_reports_torch_
 
     monkeypatch.setattr(piecewise_job, "_run_piecewise", broken)
     with pytest.raises(piecewise_job.RerunFresh):  # with kept graphs: a run without them may get through
-        piecewise_job.run_piecewise(None, {}, PhaseLog())
+        piecewise_job.run_piecewise(None, PartialSettings(), PhaseLog())
     with pytest.raises(ValueError):  # without: the error itself
-        piecewise_job.run_piecewise(None, {"keep_graphs": False}, PhaseLog())
+        piecewise_job.run_piecewise(None, PartialSettings(keep_graphs=False), PhaseLog())
 
     def setup_fails(script, settings, progress, keep):
         raise ScriptRaised("setup", RuntimeError("the script's own setup error"))
 
     monkeypatch.setattr(piecewise_job, "_run_piecewise", setup_fails)
     with pytest.raises(ScriptRaised):  # the script's error, not a reason to rerun
-        piecewise_job.run_piecewise(None, {}, PhaseLog())
+        piecewise_job.run_piecewise(None, PartialSettings(), PhaseLog())
 
 
 def test_partial_parts_run_in_fresh_workers(monkeypatch):
-    """The orchestration of the partial job's workers (commands/common.py): a piecewise run asking for a rerun
+    """The orchestration of the partial job's workers (worker/service.py): a piecewise run asking for a rerun
     gets one in a new worker without kept graphs, and the module map its own worker after it."""
-    from cgtool.commands import common
-    from cgtool.model.job import PARTIAL, Job
+    from cgtool.worker import service
+    from cgtool.model.job import PARTIAL, Job, PartialSettings
     from cgtool.worker.client import WorkerOutcome
 
+    from cgtool.pipeline.result import JobResult, PartialResult
+
     jobs = []
+    failed_note, measured = Piecewise(FAILED, "x", note="x"), Piecewise(MEASURED, "x", note="3 dynamo graph(s)")
+    module_map = ModuleMap(MEASURED, 1)
 
-    def fake_run(job, timeout, show):
-        jobs.append(dict(job.settings))
-        if job.settings.get("piecewise") and job.settings.get("keep_graphs", True):
-            return WorkerOutcome(result={"piecewise": {"status": "failed", "note": "x"}, "modules": None, "errors": [],
-                                         "rerun_piecewise": "the run that kept the pieces' graphs failed (E)",
-                                         "modules_pending": True})
-        if job.settings.get("piecewise"):
-            return WorkerOutcome(result={"piecewise": {"status": "measured", "note": "3 dynamo graph(s)"},
-                                         "modules": None, "errors": []})
-        return WorkerOutcome(result={"piecewise": None, "modules": {"status": "measured"}, "errors": []})
+    def fake_run(job, timeout, on_event):
+        jobs.append(job.settings)
+        if job.settings.piecewise and job.settings.keep_graphs:
+            return WorkerOutcome(result=JobResult(PARTIAL, partial=PartialResult(failed_note, None, [ErrorRecord(
+                "piecewise", "E", "first")]), rerun_piecewise="the run that kept the pieces' graphs failed (E)",
+                modules_pending=True))
+        if job.settings.piecewise:
+            return WorkerOutcome(result=JobResult(PARTIAL, partial=PartialResult(measured)))
+        return WorkerOutcome(result=JobResult(PARTIAL, partial=PartialResult(None, module_map)))
 
-    monkeypatch.setattr(common, "run_with_progress", fake_run)
-    d, outcome = common.run_partial_jobs(Job(PARTIAL, "s.py", "step", {"piecewise": True, "modules": 1}), 60, False)
-    assert [(j.get("piecewise"), j.get("modules"), j.get("keep_graphs", True)) for j in jobs] == [
+    monkeypatch.setattr(service, "run_job", fake_run)
+    merged, outcome = service.run_partial_jobs(Job(PARTIAL, "s.py", "step", PartialSettings(piecewise=True, modules=1)),
+                                               60)
+    assert [(j.piecewise, j.modules, j.keep_graphs) for j in jobs] == [
         (True, 1, True), (True, None, False), (False, 1, True)]
-    assert d["piecewise"]["status"] == "measured" and d["modules"] == {"status": "measured"}
-    assert d["piecewise"]["note"] == "3 dynamo graph(s) (the run that kept the pieces' graphs failed (E))"
-    assert outcome.result is not None and set(d) == {"piecewise", "modules", "errors"}
+    assert merged.piecewise is not None and merged.piecewise.status == MEASURED and merged.modules == module_map
+    assert merged.piecewise.note == "3 dynamo graph(s) (the run that kept the pieces' graphs failed (E))"
+    assert [e.message for e in merged.errors] == ["first"] and outcome.result is not None
 
 
 def test_dot_per_piece_written(tmp_path):
@@ -238,18 +243,21 @@ def test_dot_per_piece_written(tmp_path):
     assert "graph-piece-1.dot" in r.outputs
 
 
-def _cpu_partial(name: str, depth: int = 1) -> dict:
+def _cpu_partial(name: str, depth: int = 1):
     from cgtool.pipeline import run_job
 
-    job = Job(PARTIAL, os.path.join(PARTIAL_DIR, name), "step", {"warmup": 2, "piecewise": True, "modules": depth})
-    return run_job(job, PhaseLog())
+    job = Job(PARTIAL, os.path.join(PARTIAL_DIR, name), "step", PartialSettings(warmup=2, piecewise=True, modules=depth))
+    result = run_job(job, PhaseLog())
+    assert result.kind == PARTIAL and result.partial is not None and not result.modules_pending
+    return result.partial
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only behaviour")
 def test_cpu_split_points_and_module_map_name_the_breaking_submodule():
     d = _cpu_partial("module_breaks.py")
-    assert d["errors"] == []
-    pw, mm = Piecewise.from_json(d["piecewise"]), ModuleMap.from_json(d["modules"])
+    assert d.errors == []
+    pw, mm = d.piecewise, d.modules
+    assert pw is not None and mm is not None
     assert pw.status == CPU_ONLY and [(s.frame.line, s.rule) for s in pw.splits] == [(15, "CG101")]
     status = {e.path: e.status for e in mm.modules}
     assert status == {"model": FAILS, "model.encoder": CLEAN, "model.scale": FAILS, "model.head": CLEAN}
@@ -259,7 +267,8 @@ def test_cpu_split_points_and_module_map_name_the_breaking_submodule():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="CPU-only behaviour")
 def test_cpu_module_map_keeps_a_model_whose_break_is_outside_it():
-    mm = ModuleMap.from_json(_cpu_partial("log_loss_item.py", depth=0)["modules"])
+    mm = _cpu_partial("log_loss_item.py", depth=0).modules
+    assert mm is not None
     assert [(e.path, e.status) for e in mm.modules] == [("model", CLEAN)]
 
 

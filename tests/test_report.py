@@ -33,7 +33,7 @@ def test_report_round_trip():
                errors=[ErrorRecord("capture", "RuntimeError", "boom", (Frame("/x/s.py", 3, "step", "x.item()"),),
                                    "cudaErrorStreamCaptureInvalidated")])
     data = json.loads(json.dumps(r.to_json()))
-    assert data["schema"] == 3
+    assert data["schema"] == 4
     assert data["graph"]["counts"]["nodes"] == 5
     assert abs(data["timings"]["speedup"] - 690 / 86) < 1e-9
     back = Report.from_json(data)
@@ -192,7 +192,7 @@ def test_a_schema_2_report_still_reads_and_renders_as_before():
     assert (f.reason, f.kind, f.origin, f.predicts) == (None, None, None, None)
     assert back.skipped == [Skip("unknown", "graph.svg: Graphviz `dot` is not installed")]
     new = Report.from_json(json.loads(json.dumps(back.to_json())))
-    assert new.to_json()["schema"] == 3 and new.skipped == back.skipped
+    assert new.to_json()["schema"] == 4 and new.skipped == back.skipped
     current = Finding("CG101", "sync", "info", "`.item()` reads a GPU value on the host", "/x/s.py", 5,
                       evidence="refuted", predicts="capture-fails", reason="the real capture succeeded")
     assert Finding.from_json(json.loads(json.dumps(current.to_json()))) == current
@@ -210,3 +210,15 @@ def test_a_pre_schema_3_cpu_skip_sentence_reads_as_its_code():
 
     assert Skip.from_json("capture, graph, replay check and timing need a CUDA device").code == NO_CUDA
     assert Skip.from_json("graph.svg: cannot write").code == OLDER_REPORT
+
+
+def test_phase_times_have_their_own_field_and_old_reports_keep_theirs():
+    """Schema 4: phase times in `phase_ms`; a schema-3 report's `*_ms` settings move there when read."""
+    r = Report(script="/x/s.py", entry="step", settings={"warmup": 3}, phase_ms={"capture": 1.5, "write_dots": 2.0})
+    data = json.loads(json.dumps(r.to_json()))
+    assert data["phase_ms"] == {"capture": 1.5, "write_dots": 2.0} and data["settings"] == {"warmup": 3}
+    assert Report.from_json(data).phase_ms == r.phase_ms
+    old = {**data, "schema": 3, "settings": {"warmup": 3, "node_lines": True, "read_graph_ms": 4.0, "driver_dot_ms": 1}}
+    del old["phase_ms"]
+    back = Report.from_json(old)
+    assert back.settings == {"warmup": 3, "node_lines": True} and back.phase_ms == {"read_graph": 4.0, "driver_dot": 1.0}

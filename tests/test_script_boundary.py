@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from cgtool.errors import CgtoolError, ExitCode
-from cgtool.model.job import Job
+from cgtool.model.job import CaptureSettings, Job
 from cgtool.model.phase_log import PhaseLog
 from cgtool.pipeline.capture_job import capture_job
 from cgtool.script.contract import ScriptExit, entry_name, load_script, parse_target
@@ -54,7 +54,7 @@ def test_a_base_exception_is_the_scripts_error_at_its_line(tmp_path, kind, where
     source, line = script_raising(kind, where)
     path = tmp_path / "s.py"
     path.write_text(source)
-    report = capture_job(Job("capture", str(path), "step", {"warmup": 2}, True), PhaseLog())
+    report = capture_job(Job("capture", str(path), "step", CaptureSettings(warmup=2), True), PhaseLog())
     assert report.status == "script-error", report.errors
     [error] = report.errors
     assert error.phase == PHASES[where] and error.type == kind

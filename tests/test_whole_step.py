@@ -5,7 +5,7 @@ import os
 
 from cgtool.model.finding import CONFIRMED
 from cgtool.model.frame import Frame
-from cgtool.model.job import CAPTURE, Job
+from cgtool.model.job import CAPTURE, CaptureSettings, Job
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, WORKER_FAILED, ErrorRecord, Report
 from cgtool.model.rules import finding
 from cgtool.worker.whole_step import complete_report, needs_whole_step
@@ -24,7 +24,7 @@ def _gpu_report() -> Report:
 
 
 def test_a_failed_capture_lists_what_comes_after_its_line():
-    job = Job(CAPTURE, SCRIPT, "step", {"warmup": 3, "timing": False, "checks": True})
+    job = Job(CAPTURE, SCRIPT, "step", CaptureSettings(warmup=3, timing=False, checks=True))
     report = complete_report(job, _gpu_report(), timeout=300)
     got = [(f.rule, f.line, f.evidence) for f in report.findings]
     assert got == [("CG102", 23, "confirmed"), ("CG101", 24, "not-reached"), ("CG402", 25, "not-reached")], got
@@ -32,18 +32,18 @@ def test_a_failed_capture_lists_what_comes_after_its_line():
 
 
 def test_only_a_failed_gpu_capture_needs_it():
-    job = Job(CAPTURE, SCRIPT, "step", {"checks": True})
+    job = Job(CAPTURE, SCRIPT, "step", CaptureSettings(checks=True))
     report = _gpu_report()
     assert needs_whole_step(job, report)
-    assert not needs_whole_step(Job(CAPTURE, SCRIPT, "step", {"checks": False}), report)
-    assert not needs_whole_step(Job(CAPTURE, SCRIPT, "step", {}, force_cpu=True), report)
+    assert not needs_whole_step(Job(CAPTURE, SCRIPT, "step", CaptureSettings(checks=False)), report)
+    assert not needs_whole_step(Job(CAPTURE, SCRIPT, "step", CaptureSettings(), force_cpu=True), report)
     report.status = CAPTURED
     assert not needs_whole_step(job, report)
     assert complete_report(job, report, timeout=1) is report  # nothing run
 
 
 def test_a_worker_that_died_capturing_gets_the_whole_step_too():
-    job = Job(CAPTURE, SCRIPT, "step", {"warmup": 3, "timing": False, "checks": True})
+    job = Job(CAPTURE, SCRIPT, "step", CaptureSettings(warmup=3, timing=False, checks=True))
     report = Report(script=SCRIPT, entry="step", status=WORKER_FAILED)  # device unknown: no report came back
     report.errors.append(ErrorRecord("capture", "crash", "The worker died (signal 6) during the capture phase."))
     assert needs_whole_step(job, report)
@@ -104,7 +104,7 @@ def test_a_world_of_one_gets_the_whole_step_as_a_world_of_one():
     report.errors.append(ErrorRecord("capture", "RuntimeError", "rank 0: operation not permitted when stream is "
                                      "capturing", (at,), "cudaErrorStreamCaptureUnsupported", (f"{script}:24",)))
     report.findings.append(finding("CG102", "boolean-mask indexing", file=script, line=26, evidence=CONFIRMED))
-    job = Job(CAPTURE, script, "step", {"warmup": 3, "timing": False, "checks": True})
+    job = Job(CAPTURE, script, "step", CaptureSettings(warmup=3, timing=False, checks=True))
     got = [(f.rule, f.line, f.evidence) for f in complete_report(job, report, 300, world_of_one=True).findings]
     assert got == [("CG102", 26, "confirmed"), ("CG402", 28, "not-reached"), ("CG101", 29, "not-reached")], got
 
@@ -129,7 +129,7 @@ def test_the_ranks_of_one_script_share_one_whole_step_each_judged_by_its_own_fai
     rank0.findings.append(finding("CG102", "boolean-mask indexing", file=script, line=26, evidence=CONFIRMED))
     rank1 = failed(29, 'print("mean", positive.mean().item())  # expect: CG101')
     rank2 = Report(script=script, entry="step", status=CAPTURED, device="cuda")
-    job = Job(CAPTURE, script, "step", {"warmup": 3, "timing": False, "checks": True})
+    job = Job(CAPTURE, script, "step", CaptureSettings(warmup=3, timing=False, checks=True))
     ws.complete_reports(job, [rank0, rank1, rank2], 300, world_of_one=True)
     assert len(runs) == 1
     assert [(f.rule, f.line, f.evidence) for f in rank0.findings] == [
@@ -151,7 +151,7 @@ def test_a_step_calling_compiled_code_captured_by_cgtool_gets_the_whole_step():
                                      "CUDA graph capture unless the CPU tensor is pinned", (at,)))
     report.findings.append(finding("CG501", "capture failed", file=script, line=26))
     report.compiled = CompiledRun(mode="inductor: captured by cgtool, untraced", captured_by="cgtool")
-    job = Job(CAPTURE, script, "step", {"warmup": 3, "timing": False, "checks": True})
+    job = Job(CAPTURE, script, "step", CaptureSettings(warmup=3, timing=False, checks=True))
     assert needs_whole_step(job, report)
     got = [(f.rule, f.line, f.evidence) for f in complete_report(job, report, 300).findings]
     assert got == [("CG402", 26, "confirmed"), ("CG102", 27, "not-reached"), ("CG101", 28, "not-reached")], got

@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import gc
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable
 
 from cgtool.bench.stats import busy_time
+from cgtool.model.job import MeasureSettings, RunSettings
 from cgtool.model.phase_log import PhaseLog
 
 if TYPE_CHECKING:
     from cgtool.bench.adaptive import AdaptiveResult
 
 
-# Measure at least this long before calling a run converged: the host's slow spells last seconds, and a run
-# that converges within one of them (0.25 s on the MLP sample) would have no full-speed block to compare with.
-MIN_TIME_S = 2.0
 
 
 @dataclass
@@ -35,13 +33,13 @@ class Prepared:
     guard: Any = None
 
 
-def prepare(script: Any, size: int | None, settings: dict[str, Any], log: PhaseLog) -> Prepared:
+def prepare(script: Any, size: int | None, settings: RunSettings, log: PhaseLog) -> Prepared:
     """The harness's setup → warmup → capture, then instantiate: a captured step ready to time."""
     import torch
 
     from cgtool.capture.harness import instantiate, run_to_capture
 
-    state_settings = {**settings, "capture_mode": "global"}
+    state_settings = replace(settings, capture_mode="global")
     captured = run_to_capture(script, torch.device("cuda"), state_settings, log, size=size)
     inst_ms = instantiate(captured)
     state, static_inputs = captured.state, captured.static_inputs
@@ -52,14 +50,14 @@ def prepare(script: Any, size: int | None, settings: dict[str, Any], log: PhaseL
     from cgtool.capture.counters import find_counters
 
     # no replay check ran: the calls known safe in a row are warmup's
-    guard = find_counters(state, eager, captured.stream, int(settings.get("warmup", 3)))
+    guard = find_counters(state, eager, captured.stream, settings.warmup)
     if guard is not None:
         log.phase("timing", guard.message())
     return Prepared({"eager": eager, "replay": captured.graph.replay}, captured.stream, captured.capture_ms, inst_ms,
                     captured.pool_bytes, captured.memory, guard)
 
 
-def measure(prep: Prepared, settings: dict[str, Any], progress: PhaseLog, size: int | None = None) -> AdaptiveResult:
+def measure(prep: Prepared, settings: MeasureSettings, progress: PhaseLog, size: int | None = None) -> AdaptiveResult:
     """Alternating rounds until the CI target (after at least min_time_s), the budget or --iters; GC paused,
     as timeit does; a CPU-speed probe before each block (cgtool.bench.cpu_load)."""
     import torch
@@ -69,13 +67,13 @@ def measure(prep: Prepared, settings: dict[str, Any], progress: PhaseLog, size: 
     from cgtool.bench.timing import calibrate, time_block
 
     fns, stream = prep.fns, prep.stream
-    flush = _l2_flusher() if settings.get("l2_flush") else None
+    flush = _l2_flusher() if settings.l2_flush else None
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
     try:
         with torch.cuda.stream(stream):
-            block_ms = float(settings.get("block_ms", 5.0))
+            block_ms = settings.block_ms
             guard = prep.guard
             reset = guard.reset if guard is not None else None
             most = guard.max_calls if guard is not None else 1000
@@ -93,12 +91,12 @@ def measure(prep: Prepared, settings: dict[str, Any], progress: PhaseLog, size: 
                 progress.emit(progress=p.to_json(), size=size)
 
             progress.phase("measure", f"size={size}" if size is not None else "")
-            fixed = settings.get("iters")
+            fixed = settings.iters
             return run_rounds(
                 measure_round,
-                target_rel_ci=None if fixed else float(settings.get("target", 0.01)),
-                budget_s=math.inf if fixed else float(settings.get("budget_s", 10.0)),
-                min_time_s=float(settings.get("min_time_s", MIN_TIME_S)),
+                target_rel_ci=None if fixed else settings.target,
+                budget_s=math.inf if fixed else settings.budget_s,
+                min_time_s=settings.min_time_s,
                 max_iterations=int(fixed) if fixed else 1_000_000,
                 on_progress=on_progress,
             )

@@ -12,6 +12,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
+from cgtool.model.job import RunSettings
 from cgtool.model.frame import Frame
 from cgtool.model.graph_memory import GraphMemory
 from cgtool.model.phase_log import PhaseLog
@@ -43,7 +44,7 @@ class CaptureFailed(Exception):
         self.record = record
 
 
-def run_to_capture(script: Script, device: Any, settings: dict[str, Any], log: PhaseLog,
+def run_to_capture(script: Script, device: Any, settings: RunSettings, log: PhaseLog,
                    analysis: Any = None, size: int | None = None, state: Args | None = None,
                    on_state: Callable[[Args, str], None] | None = None, pool: Any = None,
                    stream: Any = None) -> Captured:
@@ -56,7 +57,7 @@ def run_to_capture(script: Script, device: Any, settings: dict[str, Any], log: P
     import torch
 
     label = f"size={size}" if size is not None else ""
-    n_warm = int(settings.get("warmup", 3))
+    n_warm = settings.warmup
     if state is None:
         log.phase("setup", label)
         try:
@@ -71,7 +72,7 @@ def run_to_capture(script: Script, device: Any, settings: dict[str, Any], log: P
         warmup(script, state, device, n_warm, stream, analysis, size)
         if on_state is not None:
             on_state(state, "warmup")
-        mode = settings.get("capture_mode", "global")
+        mode = settings.capture_mode
         log.phase("capture", f"capture_error_mode={mode} {label}".strip())
         try:
             static_inputs = script.call_inputs(n_warm, device, size)

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from cgtool.model.job import RunSettings
 from cgtool.capture.harness import warmup
 from cgtool.model.partial import SplitPoint
 from cgtool.model.phase_log import PhaseLog
@@ -68,7 +69,7 @@ class PiecedStepFailed(ScriptRaised):
     """The step compiled with backend="cudagraphs" raised where the eager step did not."""
 
 
-def prepare_pieced(script: Script, settings: dict[str, Any], log: PhaseLog, size: int | None = None,
+def prepare_pieced(script: Script, settings: RunSettings, log: PhaseLog, size: int | None = None,
                    keep: bool = True) -> PiecedStep:
     """setup → eager warmup on a side stream → compile and record the pieces on inputs(warmup), on the current
     stream (the stream every later run of the step uses). With `keep`, the
@@ -79,7 +80,7 @@ def prepare_pieced(script: Script, settings: dict[str, Any], log: PhaseLog, size
 
     torch._dynamo.reset()
     device = torch.device("cuda")
-    n_warm = int(settings.get("warmup", 3))
+    n_warm = settings.warmup
     log.phase("setup", "piecewise")
     try:
         state = script.call_setup(device, size)

@@ -89,6 +89,7 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     from cgtool.commands.distributed import (capture_distributed, ranks_to_start, refuse_partial_on_ranks,
                                              wants_distributed)
     from cgtool.errors import CgtoolError, ExitCode
+    from cgtool.model.job import BenchSettings, CaptureSettings, PartialSettings
     from cgtool.script.contract import parse_target
 
     asked, nproc = nproc, ranks_to_start(nproc, parse_target(target, entry)[0])
@@ -101,8 +102,8 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
                           "--piecewise, --modules or --nproc-per-node.", ExitCode.USAGE)
     refuse_partial_on_ranks(piecewise, modules_depth, nproc, asked)
     if wants_distributed(nproc):
-        job = make_job("capture", target, entry, warmup, settings={
-            "replay_check": False, "checks": False, "timing": True, "timing_per_block": iters or 50})
+        job = make_job(target, entry, CaptureSettings(warmup=warmup, replay_check=False, checks=False, timing=True,
+                                                      timing_per_block=iters or 50))
         capture_distributed(job, nproc, timeout, None, as_json, quiet, html_path)
 
     histogram = _histogram(histogram_file, batch_range, sizes)
@@ -129,16 +130,17 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     if piecewise or modules_depth is not None:
         from cgtool.commands.bench_partial import bench_partial
 
-        bench_partial(target, entry, warmup, timeout, {"budget_s": budget_s, "target": ci_pct / 100.0, "iters": iters,
-                      "piecewise": piecewise, "modules": modules_depth, "careful": True}, out_file, as_json, quiet)
+        bench_partial(target, entry, timeout, PartialSettings(
+            warmup=warmup, budget_s=budget_s, target=ci_pct / 100.0, iters=iters, piecewise=piecewise,
+            modules=modules_depth, careful=True), out_file, as_json, quiet)
         return
     base_report = None
     if baseline:
         from cgtool.bench.report_file import read_bench_report
 
         base_report = read_bench_report(baseline)  # fail early, before minutes of measuring
-    job = make_job("bench", target, entry, warmup, settings={
-        "budget_s": budget_s, "target": ci_pct / 100.0, "iters": iters, "l2_flush": l2_flush, "sizes": sizes})
+    job = make_job(target, entry, BenchSettings(warmup=warmup, budget_s=budget_s, target=ci_pct / 100.0, iters=iters,
+                                                l2_flush=l2_flush, sizes=tuple(sizes) if sizes else None))
     per_size = budget_s if iters is None else 60.0
     total_timeout = timeout
     if click.get_current_context().get_parameter_source("timeout") == click.core.ParameterSource.DEFAULT:
@@ -216,8 +218,8 @@ def _run(job: Any, timeout: float, show: bool):
             outcome = run_job(job, timeout, on_event)
     else:
         outcome = run_job(job, timeout)
-    if outcome.result is not None:
-        return BenchReport.from_json(outcome.result), outcome
+    if outcome.result is not None and outcome.result.bench is not None:
+        return outcome.result.bench, outcome
     from cgtool import __version__
 
     err = ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message)

@@ -4,42 +4,39 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
 
-from cgtool.commands.common import make_job, run_partial_jobs
+from cgtool.commands.common import make_job, progress
 from cgtool.model.exit_codes import bench_partial_exit
+from cgtool.model.job import PartialSettings
 
 
-def bench_partial(target: str, entry: str | None, warmup: int, timeout: float, settings: dict[str, Any],
+def bench_partial(target: str, entry: str | None, timeout: float, settings: PartialSettings,
                   out_file: str | None, as_json: bool, quiet: bool) -> None:
-    from cgtool.model.job import PARTIAL, Job
-    from cgtool.model.partial import ModuleMap, Piecewise
     from cgtool.model.report import ErrorRecord
     from cgtool.render.console import console
 
-    base = make_job("bench", target, entry, warmup, settings=settings)
-    job = Job(PARTIAL, base.script, base.entry, dict(base.settings))
-    d, outcome = run_partial_jobs(job, max(timeout, 60.0 + 2 * float(settings["budget_s"]) + 120.0),
-                                  show=not (as_json or quiet))
+    job = make_job(target, entry, settings)
+    from cgtool.worker.service import run_partial_jobs
+
+    with progress(not (as_json or quiet)) as on_event:
+        result, outcome = run_partial_jobs(job, max(timeout, 60.0 + 2 * settings.budget_s + 120.0), on_event)
     if outcome.result is None:
-        d["errors"].append(ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message).to_json())
-    data = json.dumps({"kind": "cgtool-bench-partial", **d}, indent=1) + "\n"
+        result.errors.append(ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message))
+    data = json.dumps({"kind": "cgtool-bench-partial", **result.to_json()}, indent=1) + "\n"
     out = console()
-    pieces = None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"])
-    modules = None if d.get("modules") is None else ModuleMap.from_json(d["modules"])
     if as_json:
         sys.stdout.write(data)
     else:
         from cgtool.render.findings_console import render_errors
         from cgtool.render.partial import render_modules, render_piecewise
 
-        if pieces is not None and not quiet:
-            render_piecewise(pieces, out)
-        if modules is not None and not quiet:
-            render_modules(modules, out)
-        render_errors([ErrorRecord.from_json(e) for e in d.get("errors", [])], out)
+        if result.piecewise is not None and not quiet:
+            render_piecewise(result.piecewise, out)
+        if result.modules is not None and not quiet:
+            render_modules(result.modules, out)
+        render_errors(result.errors, out)
     if out_file:  # a failed run never replaces a saved report: it goes beside it
         from cgtool.render.files import save_result
 
-        save_result(out_file, data, complete=outcome.failure is None and not d.get("errors"))
-    sys.exit(bench_partial_exit(pieces, modules, list(d.get("errors") or []), outcome.failure))
+        save_result(out_file, data, complete=outcome.failure is None and not result.errors)
+    sys.exit(bench_partial_exit(result.piecewise, result.modules, list(result.errors), outcome.failure))

@@ -9,7 +9,7 @@ import tempfile
 
 import click
 
-from cgtool.commands.common import Number, exit_code_for, make_job, run_with_progress, script_options
+from cgtool.commands.common import Number, exit_code_for, make_job, progress, script_options
 from cgtool.commands.distributed import nproc_option
 from cgtool.errors import CgtoolError, ExitCode
 
@@ -103,16 +103,15 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     group formed by cgtool unless the script calls init_process_group; setup(device, rank, world_size)
     gets its rank); report.json is the merged report, rank<r>/report.json each rank's (docs/distributed.md).
     """
+    from cgtool.model.job import CaptureSettings
     from cgtool.render.capture import render_report
     from cgtool.render.console import console
     from cgtool.render.outputs import prepare_out_dir, run_complete, say_kept, write_outputs
-    from cgtool.worker.client import report_from_outcome
-    from cgtool.worker.whole_step import complete_report
+    from cgtool.worker.service import analyse
 
-    job = make_job("capture", target, entry, warmup, force_cpu=force_cpu, settings={
-        "capture_mode": capture_mode, "replay_check": not no_replay_check, "check_steps": check_steps,
-        "timing": not no_timing,
-        "checks": not no_checks, "node_lines": not no_node_lines})
+    job = make_job(target, entry, CaptureSettings(
+        warmup=warmup, capture_mode=capture_mode, replay_check=not no_replay_check, check_steps=check_steps,
+        timing=not no_timing, checks=not no_checks, node_lines=not no_node_lines), force_cpu=force_cpu)
     from cgtool.commands.distributed import (capture_distributed, ranks_to_start, refuse_partial_on_ranks,
                                              wants_distributed)
 
@@ -130,14 +129,11 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     show = not (as_json or quiet)
     write_error, kept = None, {}
     with tempfile.TemporaryDirectory(prefix="cgtool-work-") as work_dir:
-        outcome = run_with_progress(job.with_work_dir(work_dir), timeout, show=show)
-        report = report_from_outcome(job, outcome)
-        if outcome.failure in (None, "crash"):  # a failed capture: the CPU analysis adds what it did not reach
-            report = complete_report(job, report, timeout)
-        if (piecewise or modules_depth is not None) and outcome.failure is None:
-            from cgtool.commands.common import run_partial
-
-            run_partial(job, report, timeout, show, {"piecewise": piecewise, "modules": modules_depth})
+        with progress(show) as on_event:
+            analysis = analyse(job.with_work_dir(work_dir), timeout, on_event=on_event,
+                               partial=(piecewise, modules_depth) if piecewise or modules_depth is not None else None)
+        report, outcome = analysis.report, analysis.outcome
+        assert outcome is not None  # one worker (ranks went to capture_distributed)
         try:
             kept = write_outputs(report, out_dir, complete=run_complete(report, outcome.failure))
             if html_path:

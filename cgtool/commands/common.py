@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable
 
 import click
@@ -10,7 +12,7 @@ import click
 from cgtool.errors import ExitCode
 
 if TYPE_CHECKING:  # loaded when a command runs, not when the CLI starts
-    from cgtool.model.job import Job
+    from cgtool.model.job import Job, Settings
     from cgtool.model.report import Report
     from cgtool.worker.client import WorkerOutcome
 
@@ -57,25 +59,26 @@ def check_cwd() -> None:
                           "cd into an existing folder and run again.", ExitCode.ENVIRONMENT) from None
 
 
-def make_job(kind: str, target: str, entry: str | None, warmup: int, force_cpu: bool = False,
-             settings: dict[str, Any] | None = None) -> Job:
-    """Check the script exists and compiles (cheaply, in this process), then describe the job."""
-    from cgtool.model.job import Job
+def make_job(target: str, entry: str | None, settings: Settings, force_cpu: bool = False) -> Job:
+    """Check the script exists and compiles (cheaply, in this process), then describe the job (its kind: the
+    settings' kind)."""
+    from cgtool.model.job import Job, kind_of
     from cgtool.script.contract import compile_script, parse_target
 
     check_cwd()
     path, entry = parse_target(target, entry)
     compile_script(path)  # fail here, before a worker starts, on a missing or invalid script
-    return Job(kind, os.path.abspath(path), entry, {"warmup": warmup, **(settings or {})}, force_cpu)
+    return Job(kind_of(settings), os.path.abspath(path), entry, settings, force_cpu)
 
 
-def run_with_progress(job: Job, timeout: float, show: bool) -> WorkerOutcome:
-    """Run the job in the worker; show the phases on stderr while it runs."""
+@contextmanager
+def progress(show: bool) -> Iterator[Callable[[dict[str, Any]], None] | None]:
+    """While the block runs, the workers' phases on stderr through the callback it yields (None: not shown)."""
     from cgtool.render.console import console
-    from cgtool.worker.client import run_job
 
     if not show:
-        return run_job(job, timeout)
+        yield None
+        return
     err = console(stderr=True)
     with err.status("starting worker…") as status:
         def on_event(event: dict[str, Any]) -> None:
@@ -84,7 +87,8 @@ def run_with_progress(job: Job, timeout: float, show: bool) -> WorkerOutcome:
                 status.update(f"{event['phase']}{detail}…")
                 err.print(f"[dim]{event.get('t', 0):7.2f}s  {event['phase']}{detail}[/]", soft_wrap=True)
 
-        return run_job(job, timeout, on_event)
+        yield on_event
+
 
 
 def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
@@ -92,57 +96,3 @@ def exit_code_for(report: Report, outcome: WorkerOutcome) -> ExitCode:
     from cgtool.model.exit_codes import capture_exit
 
     return capture_exit(report, outcome.failure)
-
-
-def run_partial_jobs(job: Job, timeout: float, show: bool) -> tuple[dict[str, Any], WorkerOutcome]:
-    """The partial-capture job (settings piecewise / modules) in workers of its own: on a GPU the pieced step
-    first, rerun once in a fresh worker without keeping the pieces' graphs when the first run asks for it
-    (a failed run can leave torch's allocator broken in its process), then the module map in another worker
-    (torch.compile's state and a failed piecewise run stay out of it). Returns the merged result
-    {"piecewise", "modules", "errors"} and the last worker's outcome; a worker that fails ends the runs."""
-    from cgtool.model.job import Job as JobType
-
-    merged: dict[str, Any] = {"piecewise": None, "modules": None, "errors": []}
-    outcome = run_with_progress(job, timeout, show)
-    runs = [outcome]
-    if outcome.result is not None and outcome.result.get("rerun_piecewise"):
-        why = outcome.result["rerun_piecewise"]
-        again = JobType(job.kind, job.script, job.entry, {**job.settings, "modules": None, "keep_graphs": False},
-                        job.force_cpu)
-        second = run_with_progress(again, timeout, show)
-        runs.append(second)
-        if second.result is not None and second.result.get("piecewise"):
-            note = second.result["piecewise"].get("note") or ""
-            second.result["piecewise"]["note"] = f"{note} ({why})" if note else why
-            outcome.result["piecewise"] = second.result["piecewise"]
-            outcome.result["errors"] = outcome.result.get("errors", []) + second.result.get("errors", [])
-    if outcome.result is not None and outcome.result.get("modules_pending") and not any(
-            r.failure == "interrupted" for r in runs):
-        modules = JobType(job.kind, job.script, job.entry, {**job.settings, "piecewise": False}, job.force_cpu)
-        third = run_with_progress(modules, timeout, show)
-        runs.append(third)
-        if third.result is not None:
-            outcome.result["modules"] = third.result.get("modules")
-            outcome.result["errors"] = outcome.result.get("errors", []) + third.result.get("errors", [])
-    failed = next((r for r in runs if r.result is None), None)
-    if outcome.result is not None:
-        merged.update({k: outcome.result.get(k) for k in ("piecewise", "modules")})
-        merged["errors"] = list(outcome.result.get("errors", []))
-    return merged, failed or runs[-1]
-
-
-def run_partial(job: Job, report: Report, timeout: float, show: bool, options: dict[str, Any]) -> None:
-    """The partial-capture job in its own worker (a failed whole-step capture can spoil the CUDA context);
-    its sections and errors go into `report`."""
-    from cgtool.model.job import PARTIAL, Job
-    from cgtool.model.partial import ModuleMap, Piecewise
-    from cgtool.model.report import ErrorRecord
-
-    part = Job(PARTIAL, job.script, job.entry, {**job.settings, **options}, job.force_cpu)
-    d, outcome = run_partial_jobs(part, timeout, show)
-    if outcome.result is None:
-        report.errors.append(ErrorRecord(outcome.phase or "partial", outcome.failure or "crash", outcome.message))
-    report.piecewise = None if d.get("piecewise") is None else Piecewise.from_json(d["piecewise"])
-    report.modules = None if d.get("modules") is None else ModuleMap.from_json(d["modules"])
-    known = {(e.phase, e.message) for e in report.errors}
-    report.errors.extend(e for e in map(ErrorRecord.from_json, d.get("errors", [])) if (e.phase, e.message) not in known)

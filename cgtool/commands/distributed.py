@@ -66,15 +66,13 @@ def warmup_given() -> bool:
 
 
 def run(job: Job, nproc: int | None, timeout: float, show: bool) -> tuple[DistReport | None, Any]:
-    """Run the job on the ranks with progress on stderr; (merged report or None on a rank ≠ 0, outcome)."""
-    from cgtool.model.job import Job as JobType
+    """Run the job on the ranks with progress on stderr (worker/service.py: analyse_ranks); (merged report or None
+    on a rank ≠ 0, outcome)."""
     from cgtool.render.console import console
-    from cgtool.worker.distributed import dist_settings, run_as_rank, run_distributed
+    from cgtool.worker.service import analyse_ranks
 
     if job.kind != "capture":
         raise CgtoolError("internal: distributed runs take capture jobs", ExitCode.USAGE)
-    job = JobType(job.kind, job.script, job.entry, dist_settings(job.settings, timeout, warmup_given()),
-                  job.force_cpu, job.work_dir)
     err = console(stderr=True)
 
     def on_event(rank: int, event: dict[str, Any]) -> None:
@@ -82,12 +80,7 @@ def run(job: Job, nproc: int | None, timeout: float, show: bool) -> tuple[DistRe
             detail = f" ({event['detail']})" if event.get("detail") else ""
             err.print(f"[dim]rank {rank} {event.get('t', 0):7.2f}s  {event['phase']}{detail}[/]", soft_wrap=True)
 
-    if nproc:
-        from cgtool.worker.launch import check_nproc
-
-        check_nproc(nproc)
-        return run_distributed(job, nproc, timeout, on_event)
-    return run_as_rank(job, timeout, on_event)
+    return analyse_ranks(job, nproc, timeout, warmup_given=warmup_given(), on_event=on_event)
 
 
 def exit_code(report: DistReport | None, outcome: Any) -> ExitCode:
@@ -107,13 +100,7 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
 
     stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
-    report, outcome = run(job, nproc, timeout, show=not (as_json or quiet))
-    if report is not None and report.ranks:
-        from cgtool.worker.distributed import under_torchrun
-        from cgtool.worker.whole_step import complete_reports
-
-        if not under_torchrun():  # a rank whose capture failed gets the CPU analysis of the whole step (one, as rank 0)
-            complete_reports(job, [r.report for r in report.ranks if r.report is not None], timeout, world_of_one=True)
+    report, outcome = run(job, nproc, timeout, show=not (as_json or quiet))  # failed ranks completed (the service)
     if report is None:
         sys.exit(exit_code(report, outcome))  # rank 0 writes and prints the merged report
     complete = outcome.failure is None  # an interrupted or timed-out world keeps an existing report

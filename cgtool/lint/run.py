@@ -6,13 +6,13 @@ import ast
 import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Sequence
 
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.files.inputs import SCRIPT, check_input, read_input
 from cgtool.lint.filter import filter_findings, rule_enabled
-from cgtool.model.job import CAPTURE, Job
+from cgtool.model.job import CAPTURE, CaptureSettings, Job
 from cgtool.model.lint_result import ANALYSED, ERROR, LintResult, ScriptResult
 from cgtool.model.report import CAPTURE_FAILED, WORKER_FAILED, Report
 from cgtool.model.rules import CROSS_RANK_RULES, GPU_ONLY_RULES
@@ -213,37 +213,25 @@ def lint_one(path: str, opts: LintOptions, entry: str | None = None,
     return script_result(path, report, opts, world_of_one)
 
 
-def lint_job(path: str, opts: LintOptions, entry: str | None = None, settings: dict[str, object] | None = None) -> Job:
-    """The worker job lint runs for one script (`settings`: more of them, e.g. cgtool.check's setup_fn/inputs_fn)."""
+def lint_job(path: str, opts: LintOptions, entry: str | None = None, names: dict[str, Any] | None = None) -> Job:
+    """The worker job lint runs for one script (`names`: the contract's setup_fn/inputs_fn, from cgtool.check)."""
+    settings = CaptureSettings(warmup=opts.warmup, timing=False, checks=True, replay_check=True)
     return Job(CAPTURE, os.path.abspath(path), entry or opts.entry, force_cpu=opts.force_cpu,
-               settings={"warmup": opts.warmup, "timing": False, "checks": True, "replay_check": True,
-                         **(settings or {})})
+               settings=replace(settings, **names) if names else settings)
 
 
 def analyse(job: Job, opts: LintOptions, stop: threading.Event | None = None) -> tuple[Report, bool] | None:
-    """lint's analysis of one job: its complete report (a failed capture completed by the CPU analysis of the whole
-    step) and whether the script, written for ranks, ran as a world of one; None when Ctrl-C (or `stop`) ended it.
-    `lint` and `cgtool.check` both come through here."""
-    from cgtool.worker.client import report_from_outcome, run_job
-    from cgtool.worker.whole_step import complete_report
+    """lint's analysis of one job through the analysis service (worker/service.py: analyse): its complete report (a
+    failed capture completed by the CPU analysis of the whole step) and whether the script, written for ranks, ran
+    as a world of one; None when Ctrl-C (or `stop`) ended it. `lint` and `cgtool.check` both come through here."""
+    from cgtool.worker.service import analyse as run_analysis
 
     world_of_one = not opts.nproc and written_for_ranks(job.script)
-    if opts.nproc or world_of_one:  # a script written for ranks runs as a world of one in a plain lint
-        from cgtool.worker.distributed import lint_report
-
-        report = lint_report(job, opts.nproc or 1, opts.timeout, stop)
-        if report is not None:  # a failed capture: the CPU analysis (a world of one) adds what it did not reach
-            report = complete_report(job, report, opts.timeout, stop, world_of_one=True)
-        if report is None or (stop is not None and stop.is_set()):
-            return None
-        return report, world_of_one
-    outcome = run_job(job, opts.timeout, stop=stop)
-    if outcome.failure == "interrupted":
+    ranks = (opts.nproc or 1) if opts.nproc or world_of_one else None  # a script for ranks: a world of one rank
+    analysis = run_analysis(job, opts.timeout, stop=stop, ranks=ranks)
+    if analysis.interrupted:
         return None
-    report = complete_report(job, report_from_outcome(job, outcome), opts.timeout, stop)
-    if stop is not None and stop.is_set():
-        return None
-    return report, False
+    return analysis.report, world_of_one
 
 
 def script_result(path: str, report: Report, opts: LintOptions, world_of_one: bool = False) -> ScriptResult:

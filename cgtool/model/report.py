@@ -24,9 +24,11 @@ __all__ = ["ErrorRecord", "ReplayCheck", "Report", "Skip", "TensorDiff", "Timing
 
 # 2 added `piecewise` and `modules` (partial capture); `compiled` is optional in 2. 3: a finding's verdict reason is
 # its own field (`reason`, no longer appended to `message`), findings carry `kind`, `origin` and `predicts`, and
-# `skipped` entries are records ({"code", "text"}, were strings)
-SCHEMA_VERSION = 3
-READABLE_SCHEMAS = (1, 2, 3)  # a schema-1 report reads with both new sections null; schema 1-2 `skipped` as text
+# `skipped` entries are records ({"code", "text"}, were strings). 4: how long cgtool's own phases took is `phase_ms`
+# (were `*_ms` keys of `settings`), and `settings` holds every setting of the job
+SCHEMA_VERSION = 4
+READABLE_SCHEMAS = (1, 2, 3, 4)  # a schema-1 report reads with both new sections null; schema 1-2 `skipped` as text
+PHASES = ("capture", "read_graph", "driver_dot", "node_lines", "write_dots")  # the keys of Report.phase_ms
 
 # Report.status values
 CAPTURED = "captured"  # capture ran and a graph was read
@@ -41,8 +43,8 @@ CPU_SKIPPED = Skip(NO_CUDA, NO_CUDA_TEXT)  # on a CPU-only run
 @dataclass
 class Report(Record):
     # The keys of report.json in order: a new field takes its place here (the codec refuses a field left out)
-    JSON_ORDER = ("schema", "cgtool_version", "script", "entry", "status", "device", "environment", "settings", "graph",
-                  "replay", "timings", "memory", "piecewise", "modules", "compiled", "node_lines", "findings", "errors",
+    JSON_ORDER = ("schema", "cgtool_version", "script", "entry", "status", "device", "environment", "settings",
+                  "phase_ms", "graph", "replay", "timings", "memory", "piecewise", "modules", "compiled", "node_lines", "findings", "errors",
                   "skipped", "outputs", "script_output")
     JSON_COMPUTED = {"schema": lambda _: SCHEMA_VERSION}
 
@@ -51,7 +53,8 @@ class Report(Record):
     status: str = SCRIPT_ERROR
     device: str = "cpu"
     environment: dict[str, Any] = field(default_factory=dict)
-    settings: dict[str, Any] = field(default_factory=dict)  # warmup, capture mode, ...
+    settings: dict[str, Any] = field(default_factory=dict)  # the job's settings (model/job.py)
+    phase_ms: dict[str, float] = field(default_factory=dict)  # PHASES: how long each of cgtool's own phases took
     graph: Graph | None = field(default=None, metadata=meta(write=lambda g: _graph_json(g)))  # with its `counts`
     replay: ReplayCheck | None = None
     timings: Timings | None = None
@@ -74,8 +77,18 @@ class Report(Record):
         schema = d.get("schema") if isinstance(d, Mapping) else None
         if schema not in READABLE_SCHEMAS:
             raise ValueError(f"report schema {schema!r} is not a supported version {READABLE_SCHEMAS}")
+        d = {**d, "settings": {k: v for k, v in (d.get("settings") or {}).items()
+                                if not (k.endswith("_ms") and k[:-3] in PHASES)}, "phase_ms": _phase_ms(d)}
         return super().json_in(d)
 
 
 def _graph_json(graph: Graph | None) -> dict[str, Any] | None:
     return None if graph is None else {**graph.to_json(), "counts": graph_counts(graph)}
+
+
+def _phase_ms(d: Mapping[str, Any]) -> dict[str, float]:
+    """A report's phase times: `phase_ms`, or (schema 3 and before) the `*_ms` keys of its settings."""
+    if d.get("phase_ms") is not None:
+        return {str(k): float(v) for k, v in d["phase_ms"].items()}
+    old = d.get("settings") or {}
+    return {p: float(old[f"{p}_ms"]) for p in PHASES if isinstance(old.get(f"{p}_ms"), (int, float))}

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
-from cgtool.model.job import BENCH, PARTIAL, Job
+from cgtool.model.job import BENCH, CAPTURE, PARTIAL, Job
 from cgtool.model.phase_log import PhaseLog
+
+if TYPE_CHECKING:
+    from cgtool.pipeline.result import JobResult
 
 
 def preload() -> None:
@@ -17,16 +20,18 @@ def preload() -> None:
         pass
 
 
-def run_job(job: Job, log: PhaseLog) -> dict[str, Any]:
-    """Run `job` in this process; JSON-ready data back (a Report or a BenchReport)."""
+def run_job(job: Job, log: PhaseLog) -> JobResult:
+    """Run `job` in this process; its result, tagged by the job's kind (pipeline/result.py)."""
+    from cgtool.pipeline.result import JobResult
+
     if job.kind == BENCH:
         from cgtool.pipeline.bench_job import bench_job
 
-        return bench_job(job, log)
+        return JobResult(BENCH, bench=bench_job(job, log))
     if job.kind == PARTIAL:
         from cgtool.pipeline.partial_job import partial_job
 
         return partial_job(job, log)
     from cgtool.pipeline.capture_job import capture_job
 
-    return capture_job(job, log).to_json()
+    return JobResult(CAPTURE, report=capture_job(job, log))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from cgtool import __version__
@@ -10,7 +11,7 @@ from cgtool.bench.result import BenchReport, BenchResult
 from cgtool.capture.harness import CaptureFailed
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.graph_memory import SharedPool
-from cgtool.model.job import Job
+from cgtool.model.job import BenchSettings, Job, settings_to_json
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.pipeline.environment import environment
@@ -19,7 +20,7 @@ from cgtool.script.contract import ScriptExit, ScriptRaised, contract_names, loa
 from cgtool.script.errors import error_record
 
 
-def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
+def bench_job(job: Job, progress: PhaseLog) -> BenchReport:
     settings = job.settings
     results, errors = [], []
     shared = None
@@ -32,7 +33,7 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
             raise CgtoolError("cgtool bench needs a CUDA device; none is visible to torch here. "
                               "`cgtool capture` and `cgtool lint` still analyse the script on CPU.", ExitCode.ENVIRONMENT)
         torch.cuda.init()
-        sizes = settings.get("sizes") or [None]
+        sizes: list[int | None] = list(settings.sizes or [None])
         if sizes != [None] and not script.accepts_size():
             raise CgtoolError(f"--sizes needs setup(device, size) or inputs(i, device, size) in {job.script}; "
                               "neither takes a `size` parameter.")
@@ -62,11 +63,11 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
         errors.append(ErrorRecord(progress.current or "load", type(exc).__name__, str(exc).strip()[:2000]))
     except BaseException as exc:  # no Exception: the script's, from code cgtool called outside the contract
         errors.append(error_record(progress.current or "load", exc))
-    return BenchReport(tuple(results), dict(settings), tuple(errors), __version__,
-                       shared_pool=shared).to_json()
+    return BenchReport(tuple(results), settings_to_json(settings), tuple(errors), __version__,
+                       shared_pool=shared)
 
 
-def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress: PhaseLog):
+def bench_one(script: Any, size: int | None, settings: BenchSettings, progress: PhaseLog):
     prep = prepare(script, size, settings, progress)
     best = best_probe_us()
     rounds = measure(prep, settings, progress, size)
@@ -79,7 +80,7 @@ def bench_one(script: Any, size: int | None, settings: dict[str, Any], progress:
     return result
 
 
-def shared_pool(script: Any, results: list[BenchResult], settings: dict[str, Any], progress: PhaseLog) -> SharedPool:
+def shared_pool(script: Any, results: list[BenchResult], settings: BenchSettings, progress: PhaseLog) -> SharedPool:
     """Capture every size of the sweep again, largest first, into one private pool on one capture stream (vLLM's
     and SGLang's order: a smaller graph reuses the blocks the larger ones freed; the caching allocator reuses a
     free block only on the stream that allocated it), keeping every graph alive; read that pool."""
@@ -100,7 +101,7 @@ def shared_pool(script: Any, results: list[BenchResult], settings: dict[str, Any
     kept, ms = [], 0.0
     for size in sizes:
         progress.phase("shared-pool", f"size={size}")
-        captured = run_to_capture(script, device, {**settings, "capture_mode": "global"}, progress,
+        captured = run_to_capture(script, device, replace(settings, capture_mode="global"), progress,
                                   size=size, state=state, pool=handle, stream=stream)
         kept.append(captured)  # every graph stays alive, as in a server, so the pool holds all of them at once
         ms += captured.capture_ms

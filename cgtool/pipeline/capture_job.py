@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from cgtool.errors import CgtoolError
-from cgtool.model.job import Job
+from cgtool.model.job import CaptureSettings, Job, settings_to_json
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, ErrorRecord, Report
 from cgtool.model.report_parts import HIGHER_ORDER_OP, TRACER_STOPPED, Skip
@@ -18,7 +18,7 @@ from cgtool.script.frames import user_frames_of_traceback
 def new_report(job: Job) -> Report:
     from cgtool import __version__
 
-    return Report(script=job.script, entry=job.entry, settings=dict(job.settings),
+    return Report(script=job.script, entry=job.entry, settings=settings_to_json(job.settings),
                   cgtool_version=__version__)
 
 
@@ -27,7 +27,7 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
     from cgtool.pipeline.environment import environment
 
     report = new_report(job)
-    settings = report.settings
+    settings: CaptureSettings = job.settings
     try:
         import torch
 
@@ -73,7 +73,7 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
     return report
 
 
-def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog, watch: Any) -> None:
+def _run_on_cpu(script: Script, settings: CaptureSettings, report: Report, progress: PhaseLog, watch: Any) -> None:
     """No CUDA device: prove the script runs (setup + warmup on CPU) and analyse what the CPU can see; where the
     step calls compiled code, also what dynamo does with it on the CPU (graph breaks)."""
     from cgtool.pipeline.cpu_analysis import analyze_on_cpu
@@ -82,7 +82,7 @@ def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progre
 
     report.device = "cpu"
     with dynamo_off():  # the tracer sees the ops of compiled functions, run eagerly
-        trace, findings, errors = analyze_on_cpu(script, warmup=settings["warmup"], progress=progress)
+        trace, findings, errors = analyze_on_cpu(script, warmup=settings.warmup, progress=progress)
     if trace.tracer_error is not None:  # never a silent "no hazard found" from a trace that stopped early
         report.skipped.append(Skip(TRACER_STOPPED, (
                 f"part of the CPU analysis: its tracer stopped recording ({trace.tracer_error}); findings after that "
@@ -105,7 +105,7 @@ def _run_on_cpu(script: Script, settings: dict[str, Any], report: Report, progre
         run_compiled_on_cpu(script, settings, report, progress, watch)
 
 
-def _run_on_gpu_or_compiled(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog, job: Job,
+def _run_on_gpu_or_compiled(script: Script, settings: CaptureSettings, report: Report, progress: PhaseLog, job: Job,
                             watch: Any) -> None:
     """cgtool's own capture; a step that turns out to call compiled code (compiled in setup, or on its first
     call) goes to the compiled run, with the state setup made."""
@@ -129,7 +129,7 @@ def _run_on_gpu_or_compiled(script: Script, settings: dict[str, Any], report: Re
                       f"compiled code found after {found.phase}: the step runs as torch.compile runs it")
 
 
-def _run_compiled(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog, job: Job,
+def _run_compiled(script: Script, settings: CaptureSettings, report: Report, progress: PhaseLog, job: Job,
                   watch: Any, state: Any, note: str = "") -> None:
     import torch
 

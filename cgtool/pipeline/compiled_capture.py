@@ -6,8 +6,10 @@ made them. Graph breaks and recompiles come from the compile watch."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from cgtool.model.job import CaptureSettings
 from cgtool.model.compiled import CompiledRun, describe_mode
 from cgtool.model.compiled_logs import breaks_from_records, recompile_events
 from cgtool.model.phase_log import PhaseLog
@@ -16,7 +18,7 @@ from cgtool.model.report_parts import NODE_LINES, RULES_NOT_CHECKED, Skip
 from cgtool.script.contract import Args, Script
 
 
-def capture_compiled(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
+def capture_compiled(script: Script, settings: CaptureSettings, report: Report, progress: PhaseLog,
                      work_dir: str | None, watch: Any, state: Args | None) -> CompiledRun:
     from cgtool.pipeline.gpu_run import run_gpu_pipeline
 
@@ -24,11 +26,11 @@ def capture_compiled(script: Script, settings: dict[str, Any], report: Report, p
                       observed=True, captured_by="cgtool")
     report.compiled = run
     watch.phase = "step"
-    untraced = dict(settings, checks=False)
+    untraced = replace(settings, checks=False)
     before = dynamo_graphs()
     try:
         captured = run_gpu_pipeline(script, untraced, report, progress, work_dir, state=state)
-        if settings.get("node_lines", False) and captured is not None and report.graph is not None \
+        if settings.node_lines and captured is not None and report.graph is not None \
                 and report.graph.nodes:
             from cgtool.pipeline.compiled_lines import compiled_node_lines
 

@@ -11,6 +11,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from cgtool.model.job import CaptureSettings
 from cgtool.model.compiled import CompiledRun, describe_mode
 from cgtool.model.compiled_logs import breaks_from_records, recompile_events
 from cgtool.model.finding import Finding
@@ -24,14 +25,14 @@ NOT_CHECKED = Skip(RULES_NOT_CHECKED, "CUDAGraph Trees run only on CUDA devices:
                    "skips, re-records, fallbacks and the share of kernels in graphs (CG701-CG704) need a GPU")
 
 
-def run_compiled_on_cpu(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
+def run_compiled_on_cpu(script: Script, settings: CaptureSettings, report: Report, progress: PhaseLog,
                         watch: Any) -> CompiledRun:
     import torch
 
     sites = list(watch.sites)
     run = CompiledRun(mode=describe_mode(sites), sites=sites, observed=False)
     report.compiled = run
-    warm = int(settings.get("warmup", 3)) + 1
+    warm = settings.warmup + 1
     progress.phase("dynamo", f"{warm} iterations on CPU with dynamo on (backend \"eager\"): graph breaks")
     start, device, phase = len(watch.records), torch.device("cpu"), "load"
     torch._dynamo.reset()  # what dynamo compiled before (another script in this process) would hide recompiles

@@ -39,7 +39,7 @@ def compiled_node_lines(captured: Any, graph: Any, report: Report) -> NodeProfil
     profile = launch_profile(graph, sources, times)
     if times is not None and replays is not None:  # timeline.json: the replays event by event
         profile.timeline = timeline(graph, replays)
-    report.settings["node_lines_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
+    report.phase_ms["node_lines"] = round((time.perf_counter() - t0) * 1e3, 2)
     if not found:
         report.skipped.append(Skip(NODE_LINES, (
                 "lines of the compiled graph's nodes: no generated module of inductor was found")))

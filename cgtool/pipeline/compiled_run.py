@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from cgtool.model.job import CaptureSettings
 from cgtool.model.compiled import CompiledRun, describe_mode
 from cgtool.model.compiled_logs import (
     breaks_from_records,
@@ -26,7 +27,6 @@ from cgtool.model.report_parts import RULES_NOT_CHECKED, Skip
 from cgtool.script.contract import Args, Script, ScriptRaised
 from cgtool.script.frames import user_frames_of_traceback
 
-STEADY = 8  # iterations after warmup: recording happens on the 2nd call, re-records show within a few more
 PROFILED = 3  # steady iterations under the profiler for the kernel split
 MAX_FAILURES = 4  # consecutive step errors before the run stops
 
@@ -39,7 +39,7 @@ class StepCompiled(Exception):
         self.state, self.phase = state, phase
 
 
-def run_compiled_pipeline(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
+def run_compiled_pipeline(script: Script, settings: CaptureSettings, report: Report, progress: PhaseLog,
                           work_dir: str | None, watch: Any, state: Args | None = None) -> CompiledRun:
     """`watch`: the CompileWatch that saw the compile calls (still on); `state`: setup's state when made."""
     if not watch.graphing:
@@ -49,7 +49,7 @@ def run_compiled_pipeline(script: Script, settings: dict[str, Any], report: Repo
     return _observe_trees(script, settings, report, progress, work_dir, watch, state)
 
 
-def _observe_trees(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
+def _observe_trees(script: Script, settings: CaptureSettings, report: Report, progress: PhaseLog,
                    work_dir: str | None, watch: Any, state: Args | None) -> CompiledRun:
     import torch
 
@@ -66,7 +66,7 @@ def _observe_trees(script: Script, settings: dict[str, Any], report: Report, pro
     device = torch.device("cuda")
     run = CompiledRun(mode=describe_mode(watch.sites), sites=list(watch.sites), observed=True)
     report.compiled = run
-    warm, steady = int(settings.get("warmup", 3)), int(settings.get("compiled_steady", STEADY))
+    warm, steady = settings.warmup, settings.compiled_steady
     errors: list[tuple[str, Frame | None]] = []
     start = len(watch.records)
     from cgtool.pipeline.compiled_capture import dynamo_graphs, dynamo_graphs_since
@@ -117,11 +117,11 @@ def _observe_trees(script: Script, settings: dict[str, Any], report: Report, pro
         if g.dot and work_dir:  # copied into the output folder by render/outputs.py
             report.outputs[g.dot] = os.path.join(work_dir, g.dot)
     report.status = COMPILED
-    if settings.get("timing", True):
+    if settings.timing:
         from cgtool.pipeline.compiled_timing import time_three_ways
 
         progress.phase("timing", "eager, torch.compile without CUDA graphs, as compiled")
-        time_three_ways(script, state, run, float(settings.get("timing_budget_s", 3.0)))
+        time_three_ways(script, state, run, settings.timing_budget_s)
     report.findings.extend(check_compiled(run, script.path))
     report.skipped.append(Skip(RULES_NOT_CHECKED, (
             "cgtool's own capture, replay check and tracer checks: the step is compiled with CUDA graphs, so "

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from cgtool.model.compiled import CompiledRun
+from cgtool.model.job import MeasureSettings
 from cgtool.model.phase_log import PhaseLog
 from cgtool.script.contract import Args, Script, load_script
 
@@ -90,7 +91,7 @@ def time_three_ways(script: Script, state: Args, run: CompiledRun, budget_s: flo
     def as_compiled() -> None:
         script.call_step(state, inputs)
 
-    settings = {"budget_s": budget_s, "target": 0.02, "min_time_s": min(1.0, budget_s / 2)}
+    settings = MeasureSettings(budget_s=budget_s, target=0.02, min_time_s=min(1.0, budget_s / 2))
     try:
         for _ in range(WARMUP):
             as_compiled()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from cgtool.model.job import CaptureSettings
 from cgtool.capture.harness import Captured, CaptureFailed, instantiate, read_graph, run_to_capture
 from cgtool.capture.compare_runs import DEFAULT_STEPS
 from cgtool.capture.replay import check_replay
@@ -17,7 +18,7 @@ from cgtool.script.errors import first_line
 from cgtool.script.frames import user_frames_of_traceback
 
 
-def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, progress: PhaseLog,
+def run_gpu_pipeline(script: Script, settings: CaptureSettings, report: Report, progress: PhaseLog,
                      work_dir: str | None, state: Any = None, on_state: Any = None) -> Captured | None:
     """`state`: setup's state when made already; `on_state`: run_to_capture's hook (the compile watch)."""
     import torch
@@ -30,11 +31,11 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
     from cgtool.pipeline.rank_gate import after_capture
 
     device = torch.device("cuda")
-    n_warm = int(settings.get("warmup", 3))
-    check_steps = int(settings.get("check_steps", DEFAULT_STEPS))
-    analysis = GpuAnalysis(enabled=settings.get("checks", True), node_counts=settings.get("node_lines", False))
+    n_warm = settings.warmup
+    check_steps = settings.check_steps
+    analysis = GpuAnalysis(enabled=settings.checks, node_counts=settings.node_lines)
     try:
-        captured = run_to_capture(script, device, settings, progress, analysis, settings.get("size"), state, on_state)
+        captured = run_to_capture(script, device, settings, progress, analysis, settings.size, state, on_state)
     except CaptureFailed as failed:
         report.status = CAPTURE_FAILED
         report.errors.append(failed.record)
@@ -51,7 +52,7 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         report.findings.extend(analysis.findings())  # what ran before the step raised still counts
         raise
     report.findings.extend(analysis.findings())
-    report.settings["capture_ms"] = round(captured.capture_ms, 2)  # the captured iteration, traced
+    report.phase_ms["capture"] = round(captured.capture_ms, 2)  # the captured iteration, traced
     blocked = after_capture(True)  # a distributed run: every rank captured? (None elsewhere)
     report.findings.extend(unwaited_output(script, captured))
     if blocked:
@@ -69,34 +70,34 @@ def run_gpu_pipeline(script: Script, settings: dict[str, Any], report: Report, p
         graph = None
     else:
         report.graph = graph
-        report.settings["read_graph_ms"] = round(read_ms, 2)
-        report.settings["driver_dot_ms"] = round(dot_ms, 2)
+        report.phase_ms["read_graph"] = round(read_ms, 2)
+        report.phase_ms["driver_dot"] = round(dot_ms, 2)
         if driver_dot:
             report.outputs["graph.driver.dot"] = driver_dot
     inst_ms = instantiate(captured)
     report.memory = captured.memory
     work = (graph is None or bool(graph.nodes)) and not blocked  # an unreadable graph may still replay
-    if settings.get("replay_check", True) and work:
+    if settings.replay_check and work:
         progress.phase("replay-check")
-        report.replay = guarded_replay_check(script, captured, device, n_warm + 1, check_steps, settings.get("size"))
-    if settings.get("timing", True) and work:
+        report.replay = guarded_replay_check(script, captured, device, n_warm + 1, check_steps, settings.size)
+    if settings.timing and work:
         progress.phase("timing")
-        if "world_size" in settings:  # a rank of a distributed run: the same iterations on every rank
+        if settings.world_size is not None:  # a rank of a distributed run: the same iterations on every rank
             from cgtool.pipeline.rank_timing import lockstep_timings
 
-            t = lockstep_timings(script, captured, per_block=int(settings.get("timing_per_block", 10)))
+            t = lockstep_timings(script, captured, per_block=settings.timing_per_block)
         else:
             # calls in a row that ran without harm: the checked steps, when the check ran them all
             checked = report.replay is not None and report.replay.status in ("match", "mismatch")
             safe = check_steps if checked else n_warm
-            t = quick_timings(script, captured, float(settings.get("timing_budget_s", 3.0)), safe, progress)
+            t = quick_timings(script, captured, settings.timing_budget_s, safe, progress)
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
-    if settings.get("node_lines", False) and work and graph is not None and analysis.tracer is not None:
+    if settings.node_lines and work and graph is not None and analysis.tracer is not None:
         progress.phase("node-lines", "each node's line, and its GPU time over profiled replays")
         # a distributed rank skips the eager step: its collectives would wait on ranks that failed to run it
-        eager = script if "world_size" not in settings else None
+        eager = script if settings.world_size is None else None
         report.node_lines = node_lines(captured, graph, analysis.tracer.trace, report, analysis.modules, eager)
-    if captured.memory is not None and work and "world_size" not in settings:  # last: a second capture of the step
+    if captured.memory is not None and work and settings.world_size is None:  # last: a second capture of the step
         import dataclasses
 
         from cgtool.capture.memory import recipe_pool
@@ -191,7 +192,7 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
         from cgtool.capture.timeline_events import timeline
 
         profile.timeline = timeline(graph, replays, eager)
-    report.settings["node_lines_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
+    report.phase_ms["node_lines"] = round((time.perf_counter() - t0) * 1e3, 2)
     return profile
 
 

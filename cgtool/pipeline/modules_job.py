@@ -11,22 +11,23 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from cgtool.model.job import PartialSettings
 from cgtool.model.partial import FAILED, FAILS, GRAPHED, MEASURED, NOT_CALLED, SKIPPED, ModuleEntry, ModuleMap
 from cgtool.model.phase_log import PhaseLog
 from cgtool.script.contract import Script, ScriptRaised
 
 
-def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) -> ModuleMap:
+def run_modules(script: Script, settings: PartialSettings, progress: PhaseLog) -> ModuleMap:
     import torch
 
-    from cgtool.capture.compare_runs import DEFAULT_STEPS, compare_steps, inputs_label, step_inputs
+    from cgtool.capture.compare_runs import compare_steps, inputs_label, step_inputs
     from cgtool.capture.harness import warmup
     from cgtool.capture.module_graphs import installed
     from cgtool.pipeline.module_check import find_diverging
     from cgtool.pipeline.module_map import ModuleWatch, WatchingScript, cpu_module_map
     from cgtool.pipeline.piecewise_job import time_prepared
 
-    depth, n_warm, size = int(settings.get("modules", 1)), int(settings.get("warmup", 3)), settings.get("size")
+    depth, n_warm, size = 1 if settings.modules is None else settings.modules, settings.warmup, settings.size
     progress.phase("module-map", f"CPU analysis, modules to depth {depth}")
     try:
         cpu_map, _, _ = cpu_module_map(script, depth, n_warm)
@@ -51,7 +52,7 @@ def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) ->
         return ModuleMap(FAILED, depth, note="setup() returned no nn.Module (the map needs the model among setup's values)")
     entries, graphed = _graph_from_identical_state(state, watching.modules, cpu, stream, progress)
     static = script.call_inputs(n_warm, device, size)
-    index, steps = n_warm + 1, int(settings.get("check_steps", DEFAULT_STEPS))
+    index, steps = n_warm + 1, settings.check_steps
     fresh = step_inputs(script, index, steps, device, size)
     label = inputs_label(script, index, steps)
 
@@ -71,7 +72,7 @@ def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) ->
     chosen = graphed
     phase = "replay-check"
     try:
-        if graphed and settings.get("replay_check", True):
+        if graphed and settings.replay_check:
             progress.phase("replay-check", "step with the graphed modules vs eager")
             replay = check(graphed)
             if replay.status == "mismatch":
@@ -85,7 +86,7 @@ def run_modules(script: Script, settings: dict[str, Any], progress: PhaseLog) ->
                         entries, chosen, replay, check, watching.modules,
                         lambda under: _graph_from_identical_state(state, under, cpu, stream, progress))
                     graphed = graphed + more
-        if chosen and settings.get("timing", True):
+        if chosen and settings.timing:
             from cgtool.bench.measure import Prepared
 
             phase = "timing"

@@ -8,24 +8,24 @@ from __future__ import annotations
 from typing import Any
 
 from cgtool.errors import CgtoolError
-from cgtool.model.job import Job
+from cgtool.model.job import PARTIAL, Job, PartialSettings
 from cgtool.model.partial import FAILED, ModuleMap, Piecewise
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.pipeline.piecewise_job import METHOD, RerunFresh
+from cgtool.pipeline.result import JobResult, PartialResult
 from cgtool.script.contract import ScriptExit, ScriptRaised, contract_names, load_script
 from cgtool.script.errors import error_record, first_line
 from cgtool.script.frames import user_frames_of_traceback
 
 
-def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
-    """{"piecewise": Piecewise JSON or None, "modules": ModuleMap JSON or None, "errors": [...]}, and
-    "rerun_piecewise": why, when the piecewise run that kept its graphs failed and should run again in a fresh
-    worker with settings keep_graphs=False, and "modules_pending" when both parts were asked for on a GPU: this
-    worker runs the pieced step only, the module map runs in a fresh worker (commands/common.py:
-    run_partial_jobs does both)."""
+def partial_job(job: Job, progress: PhaseLog) -> JobResult:
+    """The pieced step and/or the module map with the errors met, and rerun_piecewise (why) when the piecewise
+    run that kept its graphs failed and should run again in a fresh worker with keep_graphs=False, and
+    modules_pending when both parts were asked for on a GPU: this worker runs the pieced step only, the module
+    map runs in a fresh worker (worker/service.py: run_partial_jobs does both)."""
     settings = job.settings
-    depth = settings.get("modules")
+    depth = settings.modules
     piecewise: Piecewise | None = None
     modules: ModuleMap | None = None
     errors: list[ErrorRecord] = []
@@ -40,7 +40,7 @@ def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
             piecewise, modules, errors = _on_cpu(script, settings, depth)
         else:
             torch.cuda.init()
-            if settings.get("piecewise"):
+            if settings.piecewise:
                 try:
                     piecewise = _attempt(lambda: _gpu_piecewise(script, settings, progress), errors, "piecewise")
                 except RerunFresh as exc:
@@ -48,7 +48,7 @@ def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
                     piecewise = Piecewise(FAILED, METHOD, note=rerun)
                 if piecewise is None:
                     piecewise = Piecewise(FAILED, "", error=errors[-1])
-            if depth is not None and settings.get("piecewise"):
+            if depth is not None and settings.piecewise:
                 pending = True  # the module map runs in a worker of its own, after this one
             elif depth is not None:
                 modules = _attempt(lambda: _gpu_modules(script, settings, progress), errors, "modules")
@@ -64,16 +64,14 @@ def partial_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
         raise  # cgtool's own failure: the worker's output shows its traceback
     except BaseException as exc:  # no Exception: the script's own, from a module's forward cgtool called directly
         errors.append(error_record(progress.current or "load", exc))
-    return {"piecewise": None if piecewise is None else piecewise.to_json(),
-            "modules": None if modules is None else modules.to_json(),
-            "errors": [e.to_json() for e in errors], **({"rerun_piecewise": rerun} if rerun else {}),
-            **({"modules_pending": True} if pending else {})}
+    return JobResult(PARTIAL, partial=PartialResult(piecewise, modules, errors), rerun_piecewise=rerun,
+                     modules_pending=pending)
 
 
-def _on_cpu(script: Any, settings: dict[str, Any], depth: Any):
+def _on_cpu(script: Any, settings: PartialSettings, depth: Any):
     from cgtool.pipeline.piecewise_job import cpu_split_points
 
-    warm = int(settings.get("warmup", 3))
+    warm = settings.warmup
     modules = None
     if depth is not None:
         from cgtool.pipeline.module_map import cpu_module_map
@@ -83,17 +81,17 @@ def _on_cpu(script: Any, settings: dict[str, Any], depth: Any):
         from cgtool.pipeline.cpu_analysis import analyze_on_cpu
 
         _trace, findings, errors = analyze_on_cpu(script, warmup=warm)
-    piecewise = cpu_split_points(findings) if settings.get("piecewise") else None
+    piecewise = cpu_split_points(findings) if settings.piecewise else None
     return piecewise, modules, list(errors)
 
 
-def _gpu_piecewise(script: Any, settings: dict[str, Any], progress: PhaseLog) -> Piecewise:
+def _gpu_piecewise(script: Any, settings: PartialSettings, progress: PhaseLog) -> Piecewise:
     from cgtool.pipeline.piecewise_job import run_piecewise
 
     return run_piecewise(script, settings, progress)
 
 
-def _gpu_modules(script: Any, settings: dict[str, Any], progress: PhaseLog) -> ModuleMap:
+def _gpu_modules(script: Any, settings: PartialSettings, progress: PhaseLog) -> ModuleMap:
     from cgtool.pipeline.modules_job import run_modules
 
     return run_modules(script, settings, progress)

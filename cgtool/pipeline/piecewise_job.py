@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from cgtool.model.job import MeasureSettings, PartialSettings
 from cgtool.bench.measure import Prepared, measure
 from cgtool.bench.result import BenchResult
 from cgtool.model.finding import Finding
@@ -44,7 +45,7 @@ class RerunFresh(Exception):
     caching allocator broken for it (on the H100 the next setup() then failed an allocator INTERNAL ASSERT)."""
 
 
-def run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog) -> Piecewise:
+def run_piecewise(script: Script, settings: PartialSettings, progress: PhaseLog) -> Piecewise:
     """The pieced step, its graphs kept for reading (settings keep_graphs, default true). What the compiled step
     raises (the eager one did not) is torch.compile failing on this step: `not-possible` with torch's reason
     and when it raised. A failure that kept graphs may have caused (KEEP_SUSPECTS), or any failure of cgtool's
@@ -52,7 +53,7 @@ def run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog) 
     process); without kept graphs it propagates (FAILED with the error), as do the script's own errors."""
     from cgtool.capture.pieces import PiecedStepFailed
 
-    keep = bool(settings.get("keep_graphs", True))
+    keep = settings.keep_graphs
     try:
         return _run_piecewise(script, settings, progress, keep=keep)
     except PiecedStepFailed as exc:
@@ -88,16 +89,16 @@ def _not_possible(exc: BaseException, when: str = "") -> Piecewise:
     return Piecewise(NOT_POSSIBLE, METHOD, note=f"piecewise not possible: {reason}{how}")
 
 
-def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog, keep: bool) -> Piecewise:
+def _run_piecewise(script: Script, settings: PartialSettings, progress: PhaseLog, keep: bool) -> Piecewise:
     """Compile and record the pieces, profile the step's kernels, check replay, time eager vs pieced, and only
     then read the kept graphs (a failure to read them leaves the pieces without graphs, never fails the run).
     A pieced step in which no piece runs as a CUDA graph once it has settled is `not-possible`, with why."""
     import torch
 
-    from cgtool.capture.compare_runs import DEFAULT_STEPS, compare_steps, inputs_label, step_inputs
+    from cgtool.capture.compare_runs import compare_steps, inputs_label, step_inputs
     from cgtool.capture.pieces import prepare_pieced
 
-    step = prepare_pieced(script, settings, progress, settings.get("size"), keep=keep)
+    step = prepare_pieced(script, settings, progress, settings.size, keep=keep)
     if step.dynamo_graphs == 0 and step.made == 0:  # dynamo ran the whole step eagerly: nothing to piece
         reasons = "; ".join(first_line(sp.reason)[:400] for sp in step.splits[:3]) or "no graph break was recorded"
         return Piecewise(NOT_POSSIBLE, METHOD, tuple(step.splits), note=(
@@ -122,16 +123,16 @@ def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog,
                              f"piecewise not possible: no piece of the step runs as a CUDA graph once it has settled "
                              f"({why})"))
     replay = None
-    if settings.get("replay_check", True):
+    if settings.replay_check:
         progress.phase("replay-check", "pieced step vs eager")
-        index, steps = int(settings.get("warmup", 3)) + 1, int(settings.get("check_steps", DEFAULT_STEPS))
-        fresh = step_inputs(script, index, steps, torch.device("cuda"), settings.get("size"))
+        index, steps = settings.warmup + 1, settings.check_steps
+        fresh = step_inputs(script, index, steps, torch.device("cuda"), settings.size)
         label = inputs_label(script, index, steps)
         step.now = f"on {label} (the replay check)"
         replay = compare_steps(step.state, step.run_eager, step.run_pieced, fresh, step.stream, label,
                                what="pieced step")
     timings = None
-    if settings.get("timing", True):
+    if settings.timing:
         progress.phase("timing", "eager vs pieced")
         step.now = "while timed"
         prep = Prepared({"eager": step.run_eager, "replay": step.run_pieced}, step.stream, step.compile_ms, 0.0, 0)
@@ -196,21 +197,19 @@ def _pair(graphs: list[Any], index: int, kernels: int) -> Any:
     return same[0] if len(same) == 1 else None
 
 
-def time_prepared(prep: Prepared, script: Script, settings: dict[str, Any], what: str, state: Any = None) -> Timings:
+def time_prepared(prep: Prepared, script: Script, settings: PartialSettings, what: str, state: Any = None) -> Timings:
     """bench's alternating measurement of eager against `replay` (here the pieced or module-graphed step):
     a short run for capture, the careful one for `bench --piecewise` (settings careful=True). With setup's
     `state`, a step that advances a counter is timed in blocks from the checked state (capture/counters.py)."""
     if state is not None:
-        from cgtool.capture.compare_runs import DEFAULT_STEPS
         from cgtool.capture.counters import find_counters
 
-        safe = int(settings.get("check_steps", DEFAULT_STEPS)) if settings.get("replay_check", True) else \
-            int(settings.get("warmup", 3))
+        safe = settings.check_steps if settings.replay_check else settings.warmup
         prep.guard = find_counters(state, prep.fns["eager"], prep.stream, safe)
-    careful = bool(settings.get("careful"))
-    budget = float(settings.get("budget_s", 10.0)) if careful else float(settings.get("timing_budget_s", 3.0))
-    s = {"budget_s": budget, "target": float(settings.get("target", 0.01)) if careful else 0.02,
-         "min_time_s": min(2.0, budget / 2), "iters": settings.get("iters") if careful else None}
+    careful = settings.careful
+    budget = settings.budget_s if careful else settings.timing_budget_s
+    s = MeasureSettings(budget_s=budget, target=settings.target if careful else 0.02, min_time_s=min(2.0, budget / 2),
+                        iters=settings.iters if careful else None)
     r = BenchResult.from_rounds(measure(prep, s, PhaseLog()), script=script.path, entry=script.entry)
     wall = r.speedup_wall
     return Timings(r.eager.gpu.median, r.replay.gpu.median, r.iterations, prep.capture_ms, None, (

@@ -10,6 +10,7 @@ import os
 import re
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any, Callable, Iterator
 
@@ -47,7 +48,7 @@ def init_group(job: Job, local_rank: int) -> dict[str, Any]:
     if gpu:
         torch.cuda.set_device(local_rank % max(1, torch.cuda.device_count()))
     backend = "nccl" if gpu else "gloo"
-    timeout = float(job.settings.get("collective_timeout_s", 120.0))
+    timeout = job.settings.collective_timeout_s
     by = "script"
     if not dist.is_initialized() and not script_inits_group(job.script):
         dist.init_process_group(backend, timeout=timedelta(seconds=timeout))
@@ -102,7 +103,8 @@ class EventFile:
 def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | None = None) -> int:
     """Run this rank; its result goes to run_dir/rank{R}.json. The exit status: 0 when the rank captured
     (or ran on CPU) without errors, 1 otherwise (so the launcher stops the ranks still waiting)."""
-    from cgtool.pipeline import rank_gather, run_job
+    from cgtool.pipeline import rank_gather
+    from cgtool.pipeline.capture_job import capture_job
     from cgtool.pipeline.rank_gate import RankGate, install
     from cgtool.pipeline.rank_sequence import SequenceCheck
     from cgtool.trace.dist_watch import watch_distributed
@@ -118,10 +120,9 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
 
     progress = PhaseLog(send)
     sequence = SequenceCheck(rank, world, events)
-    gate = RankGate(run_dir, rank, world, float(job.settings.get("collective_timeout_s", 120.0)),
+    gate = RankGate(run_dir, rank, world, job.settings.collective_timeout_s,
                     sequence.at_meeting_point)
-    settings = {**job.settings, "rank": rank, "world_size": world}
-    job = Job(job.kind, job.script, job.entry, settings, job.force_cpu, job.work_dir)
+    job = replace(job, settings=replace(job.settings, rank=rank, world_size=world))
     result: dict[str, Any] = {"rank": rank, "facts": {}}
     t0 = time.perf_counter()
     try:
@@ -130,9 +131,9 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
         events({"facts": result["facts"]})
         install(gate)
         with watch_distributed(events, lambda: events.phase, sequence.on_collective) as watch, counting_steps(watch):
-            result["report"] = run_job(job, progress)
-        done = result["report"]
-        if done.get("status") == "cpu-only" and not done.get("errors"):
+            done = capture_job(job, progress)  # a rank runs capture jobs only (commands/distributed.py)
+        result["report"] = done.to_json()
+        if done.status == "cpu-only" and not done.errors:
             sequence.at_meeting_point()  # a CPU run has no capture to meet after: it finished its compared phases
     except Exception as exc:  # the process group could not form: the rank's report says so
         from cgtool.pipeline.capture_job import new_report
@@ -152,9 +153,9 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
     report = result.get("report") or {}
     ok = not report.get("errors") and report.get("status") in ("captured", "cpu-only") and sequence.found is None
     if not ok and sequence.found is None:  # diverged: no peer gets past its collective; the launcher stops them
-        gate.linger(float(job.settings.get("linger_s", 15.0)))
+        gate.linger(job.settings.linger_s)
     if rank_gather.wanted() and world > 1 and rank == 0:  # the others' files, from the store, beside rank 0's own
-        hand_over(lambda: rank_gather.gather(world, run_dir, float(job.settings.get("collective_timeout_s", 120.0)) + 30))
+        hand_over(lambda: rank_gather.gather(world, run_dir, job.settings.collective_timeout_s + 30))
     return 0 if ok else 1
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from cgtool.bench.measure import Prepared, measure
 from cgtool.bench.result import BenchResult
 from cgtool.capture.harness import Captured
+from cgtool.model.job import MeasureSettings
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import Timings
 from cgtool.script.contract import Script, ScriptRaised
@@ -29,7 +30,7 @@ def quick_timings(script: Script, captured: Captured, budget_s: float = 3.0, saf
         progress.phase("timing", guard.message())
     prep = Prepared({"eager": eager, "replay": captured.graph.replay}, captured.stream, captured.capture_ms, 0.0, 0,
                     guard=guard)
-    settings = {"budget_s": budget_s, "target": 0.02, "min_time_s": min(1.0, budget_s / 2)}
+    settings = MeasureSettings(budget_s=budget_s, target=0.02, min_time_s=min(1.0, budget_s / 2))
     r = BenchResult.from_rounds(measure(prep, settings, PhaseLog()), script=script.path, entry=script.entry)
     kept = f"; {r.cpu_load.slowed} blocks on a CPU slowed by other load left out" if r.cpu_load and r.cpu_load.slowed else ""
     return Timings(

@@ -151,6 +151,7 @@ def _run_table(report: Report) -> str:
     rows = [["script", f"<code>{esc(report.script)}:{esc(report.entry)}</code>"], ["status", esc(report.status)],
             ["device", esc(report.device)], ["environment", esc(describe(report.environment))]]
     rows += [[esc(k), f"<code>{esc(v)}</code>"] for k, v in report.settings.items()]
+    rows += [[f"{esc(k)} phase", f"{v:.0f} ms"] for k, v in report.phase_ms.items()]
     rows += [[f"wrote {esc(k)}", f"<code>{esc(v)}</code>"] for k, v in report.outputs.items()]
     if report.cgtool_version:
         rows.append(["cgtool", esc(report.cgtool_version)])

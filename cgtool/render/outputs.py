@@ -147,7 +147,7 @@ def _write_graph_pictures(report: Report, put: Put, written: dict[str, str], ren
     assert graph is not None  # write_outputs calls this only for a report with a graph
     source = graph_to_dot(graph, max_nodes=max(len(graph.nodes), 1), lines=report.node_lines).source
     written["graph.dot"] = put("graph.dot", source)
-    report.settings["write_dots_ms"] = round((time.perf_counter() - t0) * 1e3, 2)
+    report.phase_ms["write_dots"] = round((time.perf_counter() - t0) * 1e3, 2)
     if render_svg and shutil.which("dot"):
         try:
             written["graph.svg"] = put("graph.svg", render_source(source, "svg"))

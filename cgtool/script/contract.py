@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from cgtool.errors import CgtoolError
+from cgtool.model.job import RunSettings
 
 CONTRACT = """\
 A cgtool script is a Python file with:
@@ -205,10 +206,10 @@ def _encoding_problem(msg: str) -> str:
     return "bytes that are not valid UTF-8"
 
 
-def contract_names(settings: dict[str, Any]) -> tuple[str | None, str | None]:
+def contract_names(settings: RunSettings) -> tuple[str | None, str | None]:
     """The names of setup and inputs a job asks for (Job.settings `setup_fn`, `inputs_fn`; cgtool.check with a
     step callable sets them): "setup" and "inputs" by default, None for none."""
-    return settings.get("setup_fn", "setup"), settings.get("inputs_fn", "inputs")
+    return settings.setup_fn, settings.inputs_fn
 
 
 def load_script(path: str, entry: str = "step", setup: str | None = "setup", inputs: str | None = "inputs") -> Script:

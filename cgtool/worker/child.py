@@ -12,11 +12,14 @@ import json
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cgtool.model.job import Job
 from cgtool.model.phase_log import PhaseLog
 from cgtool.worker.lifetime import end_with_parent, kill_descendants
+
+if TYPE_CHECKING:
+    from cgtool.pipeline.result import JobResult
 
 
 def pipe_writer(fd: int):  # noqa: ANN201 - a callable for PhaseLog
@@ -32,6 +35,14 @@ def pipe_writer(fd: int):  # noqa: ANN201 - a callable for PhaseLog
     return send
 
 
+def write_result(path: str, result: JobResult) -> None:
+    """The job's result as JSON, atomically (the parent reads it back with worker/client.py: read_result)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(result.to_json(), fh)
+    os.replace(tmp, path)
+
+
 def main(argv: list[str]) -> int:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     job_path, result_path, fd = argv[0], argv[1], int(argv[2])
@@ -45,11 +56,7 @@ def main(argv: list[str]) -> int:
     preload()  # torch's own import output (a NumPy warning) is not the script's: mark where the script's begins
     send({"output_start": _output_offset()})
     try:
-        result = run_job(job, PhaseLog(send))
-        tmp = result_path + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(result, fh)
-        os.replace(tmp, result_path)
+        write_result(result_path, run_job(job, PhaseLog(send)))
     finally:
         kill_descendants()  # what the step started (new sessions too: this worker is their subreaper)
     sys.stdout.flush()

@@ -15,20 +15,23 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from cgtool.errors import interrupted
-from cgtool.model.job import Job
+from cgtool.model.job import Job, settings_to_json
 from cgtool.model.report import WORKER_FAILED, ErrorRecord, Report
 from cgtool.worker import lifetime
 from cgtool.worker.start import python_command
+
+if TYPE_CHECKING:
+    from cgtool.pipeline.result import JobResult
 
 OUTPUT_TAIL_CHARS = 4000
 
 
 @dataclass
 class WorkerOutcome:
-    result: dict[str, Any] | None  # what the job returned; None when the worker died first
+    result: JobResult | None  # what the job returned; None when the worker died first
     failure: str | None = None  # "timeout", "crash", "interrupted" or None
     message: str = ""  # one paragraph for the user when failure is set
     phase: str = ""  # the last phase the worker announced
@@ -88,7 +91,7 @@ def run_job(job: Job, timeout: float | None = None,
         outcome.returncode = proc.returncode
         outcome.output = _tail(log_path, outcome.output_start)
         if outcome.failure is None:
-            outcome.result = _read_result(result_path)
+            outcome.result = read_result(result_path)
             if outcome.result is None:
                 outcome.failure = "crash"
                 outcome.message = (f"The worker process died during the {outcome.phase or 'start-up'} phase "
@@ -138,13 +141,16 @@ def _reap(proc: subprocess.Popen) -> None:
             continue
 
 
-def _read_result(path: str) -> dict[str, Any] | None:
+def read_result(path: str) -> JobResult | None:
+    """The result worker/child.py: write_result left, or None when there is none (the worker died first)."""
+    from cgtool.pipeline.result import JobResult
+
     try:
         with open(path) as fh:
             data = json.load(fh)
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    return JobResult.from_json(data) if isinstance(data, dict) else None
 
 
 def describe_exit(code: int | None, word: str = "exit status") -> str:
@@ -195,12 +201,12 @@ def _read_events(fd: int, outcome: WorkerOutcome, on_event: Callable[[dict[str, 
 
 def report_from_outcome(job: Job, outcome: WorkerOutcome) -> Report:
     """The worker's report, or a report that explains why the worker gave none."""
-    if outcome.result is not None:
-        report = Report.from_json(outcome.result)
+    if outcome.result is not None and outcome.result.report is not None:
+        report = outcome.result.report
     else:
         from cgtool import __version__
 
-        report = Report(script=job.script, entry=job.entry, settings=dict(job.settings),
+        report = Report(script=job.script, entry=job.entry, settings=settings_to_json(job.settings),
                         cgtool_version=__version__, status=WORKER_FAILED)
         report.errors.append(ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message))
     report.script_output = outcome.output

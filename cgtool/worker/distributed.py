@@ -10,10 +10,11 @@ import subprocess
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from typing import Any, Callable
 
 from cgtool.errors import interrupted
-from cgtool.model.job import Job
+from cgtool.model.job import CaptureSettings, Job
 from cgtool.model.ranks import DistReport
 from cgtool.model.report import Report
 from cgtool.worker import gather, lifetime
@@ -29,14 +30,11 @@ def under_torchrun() -> bool:
     return all(k in os.environ for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK")) and "CGTOOL_RANK_CHILD" not in os.environ
 
 
-def dist_settings(settings: dict[str, Any], timeout: float, warmup_given: bool) -> dict[str, Any]:
+def dist_settings(settings: CaptureSettings, timeout: float, warmup_given: bool) -> CaptureSettings:
     """The settings every rank gets: collective timeout (a quarter of --timeout, 10-120 s) and, unless
     --warmup was given, the 11 warmup iterations DDP needs."""
-    out = dict(settings)
-    out.setdefault("collective_timeout_s", max(10.0, min(120.0, timeout / 4)))
-    if not warmup_given:
-        out["warmup"] = max(int(out.get("warmup", 3)), DDP_WARMUP)
-    return out
+    return replace(settings, collective_timeout_s=max(10.0, min(120.0, timeout / 4)),
+                   warmup=settings.warmup if warmup_given else max(settings.warmup, DDP_WARMUP))
 
 
 def run_distributed(job: Job, nproc: int, timeout: float,
@@ -116,8 +114,7 @@ def lint_report(job: Job, nproc: int, timeout: float, stop: threading.Event | No
     when Ctrl-C (SIGTERM, SIGHUP) or `stop` ended the ranks first."""
     from cgtool.model.report import WORKER_FAILED, ErrorRecord
 
-    job = Job(job.kind, job.script, job.entry, dist_settings(job.settings, timeout, warmup_given=False),
-              job.force_cpu, job.work_dir)
+    job = replace(job, settings=dist_settings(job.settings, timeout, warmup_given=False))
     dist, outcome = run_distributed(job, nproc, timeout, stop=stop)
     if outcome.failure == "interrupted":
         return None

@@ -10,7 +10,7 @@ from typing import Any
 from cgtool.checks.distributed import check_distributed, drop_explained_failures
 from cgtool.graph.diff import diff_graphs
 from cgtool.graph.model import Graph
-from cgtool.model.job import Job
+from cgtool.model.job import CaptureSettings, Job, settings_to_json
 from cgtool.model.ranks import DistReport, RankResult
 from cgtool.model.report import ErrorRecord
 from cgtool.worker.launch import LaunchOutcome
@@ -50,13 +50,13 @@ def step_time(ranks: list[RankResult]) -> dict[str, Any]:
             "slowest_replay_rank": max(ranks, key=lambda r: r.report.timings.replay_us).rank}  # type: ignore[union-attr]
 
 
-def merge(job: Job, outcome: LaunchOutcome, settings: dict[str, Any]) -> DistReport:
+def merge(job: Job, outcome: LaunchOutcome, settings: CaptureSettings) -> DistReport:
     from cgtool import __version__
 
     ranks = outcome.ranks
     for r in ranks:
         r.summary = rank_summary(r)
-    report = DistReport(job.script, job.entry, len(ranks), ranks, settings=dict(settings),
+    report = DistReport(job.script, job.entry, len(ranks), ranks, settings=settings_to_json(settings),
                         launcher=list(outcome.command), wall_s=outcome.wall_s, cgtool_version=__version__)
     base = ranks[0].report.graph if ranks and ranks[0].report else None
     for r in ranks[1:]:
@@ -65,7 +65,7 @@ def merge(job: Job, outcome: LaunchOutcome, settings: dict[str, Any]) -> DistRep
             report.graph_diffs[f"rank {r.rank}"] = {"growth_pct": diff.growth_pct,
                                                     "rows": [row.to_json() for row in diff.changed]}
     report.step = step_time(ranks)
-    report.findings = check_distributed(ranks, int(settings.get("warmup", 3)), job.script)
+    report.findings = check_distributed(ranks, settings.warmup, job.script)
     drop_explained_failures(ranks, report.findings)
     if outcome.failure is not None:
         phases = ", ".join(f"rank {r.rank} in {r.phase or 'start-up'}" for r in ranks if r.report is None)

@@ -5,6 +5,7 @@ worker) finds what comes after; its findings join the GPU's, marked not-reached 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from cgtool.checks.verdict import complete_with_whole_step
 from cgtool.model.job import Job
@@ -20,7 +21,7 @@ def needs_whole_step(job: Job, report: Report) -> bool:
     (CG701-CG704 name every graph), so there is no first failure to stop at; a step that calls code compiled
     without CUDA graphs is captured by cgtool (untraced) and gets the whole step like any other."""
     compiled_trees = report.compiled is not None and report.compiled.captured_by != "cgtool"
-    if job.force_cpu or not job.settings.get("checks", True) or compiled_trees:
+    if job.force_cpu or not job.settings.checks or compiled_trees:
         return False
     # a crash, not a timeout: a step that hangs while capturing would make the user wait for its CPU run as well
     died_capturing = report.status == WORKER_FAILED and any(e.phase == "capture" and e.type == "crash"
@@ -58,7 +59,7 @@ def complete_reports(job: Job, reports: list[Report], timeout: float | None,
 def _whole_step(job: Job, timeout: float | None, stop: threading.Event | None,
                 world_of_one: bool) -> tuple[Report | None, str]:
     """The CPU analysis's report, or None and the sentence that says why it is missing."""
-    cpu_job = Job(job.kind, job.script, job.entry, {**job.settings, "timing": False}, force_cpu=True)
+    cpu_job = replace(job, settings=replace(job.settings, timing=False), force_cpu=True, work_dir=None)
     if world_of_one:
         from cgtool.worker.distributed import lint_report
 

@@ -85,7 +85,7 @@ WHERE = {"import": "load", "setup": "setup", "inputs": "inputs", "step": "warmup
 def test_a_base_exception_is_the_scripts_error(kind, where, arg, depth):
     """Raised `depth` calls down from setup/inputs/step (or at import): the script's error, at its line, in the
     phase it was raised in, whatever its kind; nothing escapes the capture job."""
-    from cgtool.model.job import Job
+    from cgtool.model.job import CaptureSettings, Job
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline.capture_job import capture_job
 
@@ -101,7 +101,7 @@ def test_a_base_exception_is_the_scripts_error(kind, where, arg, depth):
     path = os.path.join(tempfile.mkdtemp(dir=_TMP), "s.py")
     with open(path, "w") as fh:
         fh.write("\n".join(lines) + "\n")
-    report = capture_job(Job("capture", path, "step", {"warmup": 2}, True), PhaseLog())
+    report = capture_job(Job("capture", path, "step", CaptureSettings(warmup=2), True), PhaseLog())
     assert report.status == "script-error"
     [error] = report.errors
     assert (error.phase, error.type) == (WHERE[where], kind)

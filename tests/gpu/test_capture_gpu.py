@@ -49,13 +49,13 @@ def test_deep_1000_graph_read_and_written_in_under_a_second(sample_capture, meas
     assert r.returncode == 0, r.stdout + r.stderr
     with open(os.path.join(out, "report.json")) as fh:
         data = json.load(fh)
-    s = data["settings"]
+    s = data["phase_ms"]
     t0 = time.perf_counter()
     json.dumps(Report.from_json(data).to_json(), indent=1)
     json_ms = (time.perf_counter() - t0) * 1e3
-    total = s["read_graph_ms"] + s["driver_dot_ms"] + s["write_dots_ms"] + json_ms
-    measured(f"{len(data['graph']['nodes'])} nodes", total_ms=round(total), read_ms=round(s["read_graph_ms"]),
-             driver_dot_ms=round(s["driver_dot_ms"]), graph_dot_ms=round(s["write_dots_ms"]), json_ms=round(json_ms),
+    total = s["read_graph"] + s["driver_dot"] + s["write_dots"] + json_ms
+    measured(f"{len(data['graph']['nodes'])} nodes", total_ms=round(total), read_ms=round(s["read_graph"]),
+             driver_dot_ms=round(s["driver_dot"]), graph_dot_ms=round(s["write_dots"]), json_ms=round(json_ms),
              capture_ms=round(data["timings"].get("capture_ms", 0)))
     assert total < 1000
 
@@ -74,13 +74,13 @@ def test_failed_capture_names_the_line_and_keeps_standing(run_cli, tmp_path):
 
 def test_capture_job_in_process_without_the_cli():
     """The pipeline called directly (no worker, no checks), as the first GPU smoke test did."""
-    from cgtool.model.job import Job
+    from cgtool.model.job import CaptureSettings, Job
     from cgtool.model.phase_log import PhaseLog
     from cgtool.pipeline.capture_job import capture_job
 
     with tempfile.TemporaryDirectory() as wd:
         job = Job("capture", os.path.join(ROOT, "samples", "mlp_inference.py"), "step",
-                  {"warmup": 3, "capture_mode": "global", "checks": False}, work_dir=wd)
+                  CaptureSettings(warmup=3, capture_mode="global", checks=False), work_dir=wd)
         report = capture_job(job, PhaseLog())
         assert report.status == "captured", report.errors
         assert report.graph is not None and report.graph.kernels

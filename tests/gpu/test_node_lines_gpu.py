@@ -98,9 +98,9 @@ def test_nodes_have_lines_and_times(name: str, runs: dict) -> None:
     lines = NodeProfile.from_json(report["node_lines"])
     kernels = sum(1 for n in report["graph"]["nodes"] if n["kind"] == "kernel")
     assert lines.kernels == kernels
-    overhead = f"{report['settings']['node_lines_ms']:.0f} ms to profile and map replays after capture"
+    overhead = f"{report['phase_ms']['node_lines']:.0f} ms to profile and map replays after capture"
     if off is not None:
-        on_ms, off_ms = report["settings"]["capture_ms"], off["settings"]["capture_ms"]
+        on_ms, off_ms = report["phase_ms"]["capture"], off["phase_ms"]["capture"]
         overhead = f"capture {off_ms:.1f} ms -> {on_ms:.1f} ms with node counts ({on_ms - off_ms:+.1f} ms); " + overhead
     write_table(name, script, report, lines, plain, overhead)
     if name == "decoder":
@@ -171,9 +171,9 @@ def test_acceptance_table(runs: dict) -> None:
                     f"({lines.timed_us / busy:.1%}) | {top_s} |" if busy else f"| {name} | {script} | "
                     f"{lines.kernels_mapped}/{lines.kernels} | {lines.timed_us:.1f} µs / ? | {top_s} |")
         if off is not None and not isinstance(off, Exception):
-            on_ms, off_ms = report["settings"].get("capture_ms", 0.0), off["settings"].get("capture_ms", 0.0)
+            on_ms, off_ms = report["phase_ms"].get("capture", 0.0), off["phase_ms"].get("capture", 0.0)
             cost.append(f"| {name} | {off_ms:.1f} -> {on_ms:.1f} ms ({on_ms - off_ms:+.1f} ms) | "
-                        f"{report['settings'].get('node_lines_ms', 0.0):.0f} ms | {off['_wall_s']:.1f} -> "
+                        f"{report['phase_ms'].get('node_lines', 0.0):.0f} ms | {off['_wall_s']:.1f} -> "
                         f"{report['_wall_s']:.1f} s ({report['_wall_s'] - off['_wall_s']:+.1f} s) |")
     save_artifact("issue22-tables.md", "\n".join(rows + cost) + "\n")
     assert len(rows) > 4
