@@ -94,7 +94,7 @@ def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog,
     A pieced step in which no piece runs as a CUDA graph once it has settled is `not-possible`, with why."""
     import torch
 
-    from cgtool.capture.compare_runs import DEFAULT_STEPS, compare_steps, inputs_label, step_inputs
+    from cgtool.capture.compare_runs import DEFAULT_STEPS, compare_steps, inputs_label
     from cgtool.capture.pieces import prepare_pieced
 
     step = prepare_pieced(script, settings, progress, settings.get("size"), keep=keep)
@@ -125,7 +125,7 @@ def _run_piecewise(script: Script, settings: dict[str, Any], progress: PhaseLog,
     if settings.get("replay_check", True):
         progress.phase("replay-check", "pieced step vs eager")
         index, steps = int(settings.get("warmup", 3)) + 1, int(settings.get("check_steps", DEFAULT_STEPS))
-        fresh = step_inputs(script, index, steps, torch.device("cuda"), settings.get("size"))
+        fresh = step.eager.inputs_from(index, steps)
         label = inputs_label(script, index, steps)
         step.now = f"on {label} (the replay check)"
         replay = compare_steps(step.state, step.run_eager, step.run_pieced, fresh, step.stream, label,
