@@ -41,7 +41,7 @@ def resolve(target: Any, entry: str | None, setup: Any, inputs: Any) -> Target:
 
 
 def _script_target(target: str, entry: str | None, setup: Any, inputs: Any) -> Target:
-    from cgtool.script.contract import compile_script, parse_target
+    from cgtool.script.contract import compile_script, entry_name, parse_target
 
     path, name = parse_target(target, entry)
     compile_script(path)  # a missing or invalid file is a usage error here, before a worker starts
@@ -50,7 +50,7 @@ def _script_target(target: str, entry: str | None, setup: Any, inputs: Any) -> T
         if given is None:
             continue
         if isinstance(given, str):
-            settings[key] = given
+            settings[key] = entry_name(given, key[:-3])  # a usage error here, before a worker starts
             continue
         fn_path, module = _module_file(given, key[:-3])
         if os.path.realpath(fn_path) != os.path.realpath(path):

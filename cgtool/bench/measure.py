@@ -38,14 +38,15 @@ def prepare(script: Any, size: int | None, settings: RunSettings, log: PhaseLog)
     import torch
 
     from cgtool.capture.harness import instantiate, run_to_capture
+    from cgtool.script.session import ScriptSession
 
     state_settings = replace(settings, capture_mode="global")
-    captured = run_to_capture(script, torch.device("cuda"), state_settings, log, size=size)
+    captured = run_to_capture(ScriptSession(script, torch.device("cuda"), size), state_settings, log)
     inst_ms = instantiate(captured)
-    state, static_inputs = captured.state, captured.static_inputs
+    session, state, static_inputs = captured.session, captured.state, captured.static_inputs
 
     def eager() -> None:
-        script.call_step(state, static_inputs)
+        session.call(static_inputs)
 
     from cgtool.capture.counters import find_counters
 

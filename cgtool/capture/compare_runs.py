@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any, Callable
 
-from cgtool.capture.host_state import restore_attributes, save_attributes
+from cgtool.capture.host_state import SavedState
 from cgtool.capture.tensors import (
     NOISE_FACTOR,
     OUTPUT_NOISE_LIMIT,
@@ -22,10 +22,8 @@ from cgtool.capture.tensors import (
     clone_tree,
     compare,
     max_abs_diff,
-    restore,
     rounding_noise,
     snapshot,
-    state_tensors,
 )
 from cgtool.model.job import CHECK_STEPS
 from cgtool.model.report import ReplayCheck, TensorDiff
@@ -60,18 +58,10 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
     every tensor reachable from `state`; a rank's local shards, say); `clone_eager`/`clone_other`: a step's output
     as named clones; `skip()`, asked after the first eager run: state names not to compare (gradients the step
     replaced)."""
-    import torch
 
-    pairs = state_tensors((state.args, state.kwargs)) if pairs is None else pairs
-    start = snapshot(pairs)
-    attributes = save_attributes((state.args, state.kwargs))
-    rng = torch.cuda.get_rng_state()
+    saved = SavedState.of(state, pairs)
+    pairs, start, from_start = saved.pairs, saved.tensors, saved.restore
     keep_every = _state_fits(start, len(inputs))
-
-    def from_start() -> None:
-        restore_attributes(attributes)
-        restore(pairs, start)
-        torch.cuda.set_rng_state(rng)
 
     try:
         reference: list[_Step] = []
@@ -187,18 +177,6 @@ def advancing_counters(pairs: list[tuple[str, Any]], start: list[Any], after: li
 
     return tuple(name for (name, t), a, b in zip(pairs, start, after) if is_counter_kind(name, t)
                  and not torch.equal(a, b))
-
-
-def step_inputs(script: Any, first: int, steps: int, device: Any, size: int | None = None) -> list[Any]:
-    """inputs(first), ..., inputs(first + steps - 1), made before any run (so making them moves no state
-    between the runs); [None] * steps for a script without inputs()."""
-    out = []
-    for k in range(steps):
-        try:
-            out.append(script.call_inputs(first + k, device, size))
-        except Exception as exc:
-            raise ScriptRaised("inputs", exc) from None
-    return out
 
 
 def inputs_label(script: Any, first: int, steps: int) -> str:

@@ -17,20 +17,27 @@ from cgtool.model.frame import Frame
 from cgtool.model.graph_memory import GraphMemory
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
-from cgtool.script.contract import Args, Script, ScriptRaised
+from cgtool.script.contract import Args
 from cgtool.script.errors import cuda_error_name, first_line
 from cgtool.script.frames import user_frames_of_traceback
+from cgtool.script.session import ScriptSession
 
 
 @dataclass
 class Captured:
     graph: Any  # torch.cuda.CUDAGraph (keep_graph=True)
     stream: Any  # the side stream used for warmup and capture
-    state: Args
+    session: ScriptSession  # the script on its state: eager calls of the step (replay check, timing, profiles)
     static_inputs: Args | None
     static_output: Any
     capture_ms: float
     memory: GraphMemory | None = None  # the graph's private pool and static buffers (cgtool.capture.memory)
+
+    @property
+    def state(self) -> Args:
+        """setup()'s state the graph was captured on."""
+        assert self.session.state is not None  # a capture runs after setup
+        return self.session.state
 
     @property
     def pool_bytes(self) -> int:
@@ -44,67 +51,39 @@ class CaptureFailed(Exception):
         self.record = record
 
 
-def run_to_capture(script: Script, device: Any, settings: RunSettings, log: PhaseLog,
-                   analysis: Any = None, size: int | None = None, state: Args | None = None,
+def run_to_capture(session: ScriptSession, settings: RunSettings, log: PhaseLog, analysis: Any = None,
                    on_state: Callable[[Args, str], None] | None = None, pool: Any = None,
                    stream: Any = None) -> Captured:
     """setup → warmup on a side stream → inputs(n) → capture: the one sequence `capture`, `lint` and `bench`
-    share. `analysis` (the GPU tracer) watches warmup and capture when given; `state` skips setup (made
-    already); `on_state(state, phase)` hears the state after setup and after warmup (it may raise to stop).
+    share. `analysis` (the GPU tracer) watches warmup and capture when given; a session with a state skips setup
+    (made already); `on_state(state, phase)` hears the state after setup and after warmup (it may raise to stop).
     `pool` (a pool id) captures into a pool other graphs share; graphs that share a pool must also share the
     capture `stream` (the allocator reuses a free block only on the stream it was allocated on: a new stream
     per capture would share nothing). Raises ScriptRaised when the script raises, CaptureFailed when the capture does."""
     import torch
 
-    label = f"size={size}" if size is not None else ""
+    label = f"size={session.size}" if session.size is not None else ""
     n_warm = settings.warmup
-    if state is None:
+    if session.state is None:
         log.phase("setup", label)
-        try:
-            state = script.call_setup(device, size)
-        except Exception as exc:
-            raise ScriptRaised("setup", exc) from None
+    state = session.setup()
     if on_state is not None:
         on_state(state, "setup")
     stream = torch.cuda.Stream() if stream is None else stream
     log.phase("warmup", f"{n_warm} iterations on a side stream {label}".strip())
     with analysis.tracing() if analysis is not None else nullcontext():
-        warmup(script, state, device, n_warm, stream, analysis, size)
+        session.warmup(n_warm, stream, analysis)
         if on_state is not None:
             on_state(state, "warmup")
         mode = settings.capture_mode
         log.phase("capture", f"capture_error_mode={mode} {label}".strip())
-        try:
-            static_inputs = script.call_inputs(n_warm, device, size)
-        except Exception as exc:
-            raise ScriptRaised("inputs", exc) from None
-        captured = capture(script, state, static_inputs, stream, mode, analysis, pool)
+        static_inputs = session.inputs(n_warm)
+        captured = capture(session, static_inputs, stream, mode, analysis, pool)
     return captured
 
 
-def warmup(script: Script, state: Args, device: Any, n: int, stream: Any, analysis: Any = None,
-           size: int | None = None) -> None:
-    """n eager iterations on the side stream (lazy init, cuBLAS handles, autotuning happen here)."""
-    import torch
-
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for i in range(n):
-            try:
-                inputs = script.call_inputs(i, device, size)
-            except Exception as exc:
-                raise ScriptRaised("inputs", exc) from None
-            try:
-                with analysis.iteration(i, inputs) if analysis is not None else nullcontext():
-                    script.call_step(state, inputs)
-            except Exception as exc:
-                raise ScriptRaised("warmup", exc) from None
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda.synchronize()
-
-
-def capture(script: Script, state: Args, static_inputs: Args | None, stream: Any, mode: str,
-            analysis: Any = None, pool: Any = None) -> Captured:
+def capture(session: ScriptSession, static_inputs: Args | None, stream: Any, mode: str, analysis: Any = None,
+            pool: Any = None) -> Captured:
     """Capture one call of step on `stream` (into `pool` when given); raise CaptureFailed naming the user's
     line. The graph's memory is read from the allocator afterwards (cgtool.capture.memory)."""
     import torch
@@ -118,12 +97,12 @@ def capture(script: Script, state: Args, static_inputs: Args | None, stream: Any
     try:
         with analysis.iteration("capture", static_inputs) if analysis is not None else nullcontext():
             with torch.cuda.graph(graph, pool=pool, stream=stream, capture_error_mode=mode):
-                out = script.call_step(state, static_inputs)
+                out = session.call(static_inputs)
     except Exception as exc:
         raise CaptureFailed(capture_error(exc, analysis)) from None
     ms = (time.perf_counter() - t0) * 1e3
     peak = max(0, torch.cuda.max_memory_allocated() - allocated)
-    return Captured(graph, stream, state, static_inputs, out, ms, graph_memory(graph, static_inputs, out, peak))
+    return Captured(graph, stream, session, static_inputs, out, ms, graph_memory(graph, static_inputs, out, peak))
 
 
 def graph_memory(graph: Any, static_inputs: Any, out: Any, peak: int | None) -> GraphMemory | None:

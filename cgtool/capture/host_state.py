@@ -1,13 +1,48 @@
 """The Python side of setup()'s state: every object and container reachable from it (modules, optimizers, user
 objects, their dicts and lists) with its contents, saved and put back in place, so two runs of a step compared from
 identical state also start from the same counters, flags and lists. Tensors' values are tensors.py's snapshot; here
-a tensor is kept as the same object."""
+a tensor is kept as the same object. `SavedState` is the whole starting point of a run that is compared with
+another (or that must not move what it ran on): tensors, attributes and the CUDA RNG state, put back by one call."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 Saved = list[tuple[Any, Any]]  # (the object or container, a shallow copy of its contents)
+
+
+@dataclass
+class SavedState:
+    """setup()'s state as it was when saved: the values of its tensors (`pairs`), the Python side of every object
+    in it (save_attributes) and the CUDA RNG state."""
+
+    pairs: list[tuple[str, Any]]  # (name, tensor) of the state tensors put back
+    tensors: list[Any]  # their values (clones)
+    attributes: Saved
+    rng: Any
+
+    @classmethod
+    def of(cls, state: Any, pairs: list[tuple[str, Any]] | None = None) -> SavedState:
+        """The state of an Args (setup's) now; `pairs`: the tensors to put back (default: every state tensor;
+        [] for none, where a run changes no tensor values, e.g. a second capture)."""
+        import torch
+
+        from cgtool.capture.tensors import snapshot, state_tensors
+
+        tree = (state.args, state.kwargs)
+        pairs = state_tensors(tree) if pairs is None else pairs
+        return cls(pairs, snapshot(pairs), save_attributes(tree), torch.cuda.get_rng_state())
+
+    def restore(self) -> None:
+        """Put everything back in place (the same tensors and containers, their saved contents)."""
+        import torch
+
+        from cgtool.capture.tensors import restore
+
+        restore_attributes(self.attributes)
+        restore(self.pairs, self.tensors)
+        torch.cuda.set_rng_state(self.rng)
 
 
 def save_attributes(state: Any) -> Saved:

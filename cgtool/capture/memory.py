@@ -52,7 +52,7 @@ def tensor_bytes(value: Any) -> int:
     return sum(seen.values())
 
 
-def recipe_pool(script: Any, captured: Any) -> int | None:
+def recipe_pool(captured: Any) -> int | None:
     """The pool the step holds when captured as PyTorch's docs show it: after warmup on a side stream (cgtool's
     warmup ran on `captured.stream`), torch.cuda.graph(g) on its own capture stream. cuBLAS keeps a workspace per
     (handle, stream) and makes it on a stream's first matmul, so the capture makes it inside the pool. Captured
@@ -60,24 +60,21 @@ def recipe_pool(script: Any, captured: Any) -> int | None:
     after), then freed (the workspace stays with cuBLAS). None when the capture fails or the step has none."""
     import torch
 
-    from cgtool.capture.host_state import restore_attributes, save_attributes
+    from cgtool.capture.host_state import SavedState
 
-    state = captured.state
-    attributes = save_attributes((state.args, state.kwargs))
-    rng = torch.cuda.get_rng_state()
+    saved = SavedState.of(captured.state, pairs=[])  # a capture moves no tensor's value: the Python side and the RNG
     graph = torch.cuda.CUDAGraph()
     try:
         torch.cuda.synchronize()
         with torch.cuda.graph(graph):  # the recipe: its own (default) capture stream
-            out = script.call_step(state, captured.static_inputs)
+            out = captured.session.call(captured.static_inputs)
         torch.cuda.synchronize()
         reserved, _ = pool_memory(graph.pool())
         del out
     except Exception:  # noqa: BLE001 - the figure is extra; cgtool's own capture stands
         return None
     finally:
-        restore_attributes(attributes)
-        torch.cuda.set_rng_state(rng)
+        saved.restore()
     del graph
     torch.cuda.empty_cache()
     return reserved

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from cgtool.model.job import RunSettings
-from cgtool.capture.harness import warmup
 from cgtool.model.partial import SplitPoint
 from cgtool.model.phase_log import PhaseLog
 from cgtool.script.contract import Args, Script, ScriptRaised
+from cgtool.script.session import ScriptSession
 from cgtool.trace.patches import Patches
 
 RECORD_CALLS = 3  # cudagraph trees: the first call warms up, the next records, later ones replay
@@ -32,9 +32,8 @@ SKIP_LOGGER = "torch._inductor.cudagraph_utils.__cudagraphs"  # where the backen
 class PiecedStep:
     """The step ready to run eager or in pieces, on the same state and static inputs."""
 
-    eager: Script
-    pieced: Script  # the same script with step = torch.compile(step, backend=...)
-    state: Args
+    eager: ScriptSession
+    pieced: ScriptSession  # the same script with step = torch.compile(step, backend=...), on the same state
     static_inputs: Args | None
     stream: Any
     compile_ms: float  # dynamo, the backend and the first recordings
@@ -46,8 +45,12 @@ class PiecedStep:
     backend: Any = None  # the backend torch.compile was given (ExplainWithBackend: its graphs and break reasons)
     now: str = "while recording the pieces"  # what the pieced step is being run for, for PiecedStepFailed
 
+    @property
+    def state(self) -> Args:
+        return self.eager.setup()
+
     def run_eager(self, inputs: Args | None = None) -> Any:
-        return self.eager.call_step(self.state, self.static_inputs if inputs is None else inputs)
+        return self.eager.call(self.static_inputs if inputs is None else inputs)
 
     def run_pieced(self, inputs: Args | None = None) -> Any:
         """One call of the compiled step; what it raises (the eager step did not) is torch.compile's failure on
@@ -56,7 +59,7 @@ class PiecedStep:
 
         torch.compiler.cudagraph_mark_step_begin()  # a new iteration: earlier outputs may be overwritten
         try:
-            return self.pieced.call_step(self.state, self.static_inputs if inputs is None else inputs)
+            return self.pieced.call(self.static_inputs if inputs is None else inputs)
         except Exception as exc:
             raise PiecedStepFailed(self.now, exc) from None
 
@@ -79,26 +82,16 @@ def prepare_pieced(script: Script, settings: RunSettings, log: PhaseLog, size: i
     import torch
 
     torch._dynamo.reset()
-    device = torch.device("cuda")
     n_warm = settings.warmup
-    log.phase("setup", "piecewise")
-    try:
-        state = script.call_setup(device, size)
-    except Exception as exc:
-        raise ScriptRaised("setup", exc) from None
-    stream = torch.cuda.Stream()
-    log.phase("warmup", f"{n_warm} eager iterations")
-    warmup(script, state, device, n_warm, stream, None, size)
-    try:
-        static_inputs = script.call_inputs(n_warm, device, size)
-    except Exception as exc:
-        raise ScriptRaised("inputs", exc) from None
+    session = ScriptSession(script, torch.device("cuda"), size)
+    stream = session.set_up_and_warm(n_warm, log, "piecewise", f"{n_warm} eager iterations")
+    static_inputs = session.inputs(n_warm)
     backend = _explaining_backend()
     compiled = torch.compile(script.step, backend=backend)
     torch.cuda.current_stream().wait_stream(stream)
     torch.cuda.synchronize()
     # from here on every run of the step, eager or pieced, is on the current stream (see below)
-    step = PiecedStep(script, dataclasses.replace(script, step=compiled), state, static_inputs,
+    step = PiecedStep(session, session.with_script(dataclasses.replace(script, step=compiled)), static_inputs,
                       torch.cuda.current_stream(), 0.0)
     log.phase("compile", 'torch.compile(step, backend="cudagraphs"): pieces recorded')
     t0 = time.perf_counter()

@@ -11,32 +11,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from cgtool.capture.compare_runs import (
-    DEFAULT_STEPS,
-    InputsRefused,
-    compare_steps,
-    inputs_label,
-    step_inputs,
-)
+from cgtool.capture.compare_runs import DEFAULT_STEPS, InputsRefused, compare_steps, inputs_label
 from cgtool.capture.harness import Captured
 from cgtool.capture.shards import ShardState, local_clone_tree
 from cgtool.capture.tensors import copy_inputs
 from cgtool.model.report import ReplayCheck
-from cgtool.script.contract import Script, ScriptRaised
 
 
-def check_replay(script: Script, captured: Captured, device: Any, index: int, steps: int = DEFAULT_STEPS,
-                 size: int | None = None) -> ReplayCheck:
+def check_replay(captured: Captured, index: int, steps: int = DEFAULT_STEPS) -> ReplayCheck:
     """Compare `steps` replays with eager on inputs(index), inputs(index + 1), ... (or the capture's inputs when
-    there is no inputs())."""
-    fresh = step_inputs(script, index, steps, device, size) if script.inputs is not None else [None] * steps
-    static = captured.static_inputs
+    there is no inputs()): the graph's part is to take each step's inputs into its static buffers and replay;
+    the judging is compare_steps'."""
+    session, static = captured.session, captured.static_inputs
+    fresh = session.inputs_from(index, steps)
 
     def eager(inputs: Any) -> Any:
-        try:
-            return script.call_step(captured.state, inputs if inputs is not None else static)
-        except Exception as exc:
-            raise ScriptRaised("replay-check", exc) from None
+        return session.call(inputs if inputs is not None else static)
 
     def replay(inputs: Any) -> Any:
         if inputs is not None and static is not None:
@@ -49,6 +39,6 @@ def check_replay(script: Script, captured: Captured, device: Any, index: int, st
     # a rank's state as local shards (DTensors under FSDP2 / tensor parallel: capture/shards.py); a replayed
     # output's collective wait is not in the graph, so its buffer is read as is
     shards = ShardState((captured.state.args, captured.state.kwargs))
-    return compare_steps(captured.state, eager, replay, fresh, captured.stream, inputs_label(script, index, steps),
-                         pairs=shards.pairs, clone_eager=local_clone_tree,
+    return compare_steps(captured.state, eager, replay, fresh, captured.stream,
+                         inputs_label(session.script, index, steps), pairs=shards.pairs, clone_eager=local_clone_tree,
                          clone_other=lambda value: local_clone_tree(value, wait=False), skip=shards.replaced)

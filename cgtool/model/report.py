@@ -54,7 +54,6 @@ class Report(Record):
     device: str = "cpu"
     environment: dict[str, Any] = field(default_factory=dict)
     settings: dict[str, Any] = field(default_factory=dict)  # the job's settings (model/job.py)
-    phase_ms: dict[str, float] = field(default_factory=dict)  # PHASES: how long each of cgtool's own phases took
     graph: Graph | None = field(default=None, metadata=meta(write=lambda g: _graph_json(g)))  # with its `counts`
     replay: ReplayCheck | None = None
     timings: Timings | None = None
@@ -69,6 +68,7 @@ class Report(Record):
     outputs: dict[str, str] = field(default_factory=dict)  # name -> path written
     script_output: str = ""  # the tail of what the script printed
     cgtool_version: str = ""
+    phase_ms: dict[str, float] = field(default_factory=dict)  # PHASES: how long each of cgtool's own phases took
 
     @classmethod
     def json_in(cls, d: Any) -> Mapping[str, Any]:

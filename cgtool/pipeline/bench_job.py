@@ -16,8 +16,8 @@ from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.pipeline.environment import environment
 from cgtool.pipeline.machine_cache import best_probe_us, remember_probe_us
-from cgtool.script.contract import ScriptExit, ScriptRaised, contract_names, load_script
-from cgtool.script.errors import error_record
+from cgtool.script.contract import ScriptRaised, contract_names, load_script
+from cgtool.script.errors import error_record, job_error
 
 
 def bench_job(job: Job, progress: PhaseLog) -> BenchReport:
@@ -50,19 +50,14 @@ def bench_job(job: Job, progress: PhaseLog) -> BenchReport:
                 shared = shared_pool(script, results, settings, progress)
             except CaptureFailed as failed:  # e.g. out of memory with every size held at once
                 errors.append(failed.record)
-    except CgtoolError as exc:
-        errors.append(error_record("load", exc))
-    except ScriptRaised as exc:
-        errors.append(error_record(exc.phase, exc.exc))
-    except ScriptExit as exc:  # the script's sys.exit(), KeyboardInterrupt or own BaseException, out of a phase
-        errors.append(error_record(progress.current or "load", exc))
-    except Exception as exc:  # keep the sizes measured so far; the traceback goes to the output
-        import traceback
+    except BaseException as exc:  # a real SIGINT ends the worker before Python sees it (worker/child.py)
+        record = job_error(exc, progress.current)
+        if record is None:  # cgtool's own failure: keep the sizes measured so far; the traceback goes to the output
+            import traceback
 
-        traceback.print_exc()
-        errors.append(ErrorRecord(progress.current or "load", type(exc).__name__, str(exc).strip()[:2000]))
-    except BaseException as exc:  # no Exception: the script's, from code cgtool called outside the contract
-        errors.append(error_record(progress.current or "load", exc))
+            traceback.print_exc()
+            record = ErrorRecord(progress.current or "load", type(exc).__name__, str(exc).strip()[:2000])
+        errors.append(record)
     return BenchReport(tuple(results), settings_to_json(settings), tuple(errors), __version__,
                        shared_pool=shared)
 
@@ -88,21 +83,18 @@ def shared_pool(script: Any, results: list[BenchResult], settings: BenchSettings
 
     from cgtool.capture.harness import run_to_capture
     from cgtool.capture.memory import pool_memory
+    from cgtool.script.session import ScriptSession
 
     sizes = sorted((r.size for r in results if r.size is not None), reverse=True)
     handle, stream = torch.cuda.graph_pool_handle(), torch.cuda.Stream()
     device = torch.device("cuda")
-    state = None
-    if not script.setup_takes_size():  # one model for every size, as in a server
-        try:
-            state = script.call_setup(device)
-        except Exception as exc:
-            raise ScriptRaised("setup", exc) from None
+    # one model for every size, as in a server
+    state = None if script.setup_takes_size() else ScriptSession(script, device).setup()
     kept, ms = [], 0.0
     for size in sizes:
         progress.phase("shared-pool", f"size={size}")
-        captured = run_to_capture(script, device, replace(settings, capture_mode="global"), progress,
-                                  size=size, state=state, pool=handle, stream=stream)
+        captured = run_to_capture(ScriptSession(script, device, size, state), replace(settings, capture_mode="global"),
+                                  progress, pool=handle, stream=stream)
         kept.append(captured)  # every graph stays alive, as in a server, so the pool holds all of them at once
         ms += captured.capture_ms
     reserved, allocated = pool_memory(handle)

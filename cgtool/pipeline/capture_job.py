@@ -5,13 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from cgtool.errors import CgtoolError
 from cgtool.model.job import CaptureSettings, Job, settings_to_json
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, ErrorRecord, Report
 from cgtool.model.report_parts import HIGHER_ORDER_OP, TRACER_STOPPED, Skip
-from cgtool.script.contract import Script, ScriptExit, ScriptRaised, contract_names, load_script
-from cgtool.script.errors import error_record
+from cgtool.script.contract import Script, contract_names, load_script
+from cgtool.script.errors import job_error
 from cgtool.script.frames import user_frames_of_traceback
 
 
@@ -47,27 +46,19 @@ def capture_job(job: Job, progress: PhaseLog) -> Report:
                 _run_compiled(script, settings, report, progress, job, watch, None)
             else:
                 _run_on_gpu_or_compiled(script, settings, report, progress, job, watch)
-    except CgtoolError as exc:
-        report.status = SCRIPT_ERROR
-        report.errors.append(error_record("load", exc))
-    except ScriptRaised as exc:
-        report.status = SCRIPT_ERROR
-        report.errors.append(error_record(exc.phase, exc.exc))
-    except ScriptExit as exc:  # the script's sys.exit(), KeyboardInterrupt or own BaseException, out of a phase
-        report.status = SCRIPT_ERROR
-        report.errors.append(error_record(progress.current or "load", exc))
-    except Exception as exc:  # anything else: keep what was learned so far (and the traceback in the output)
-        import traceback
+    except BaseException as exc:  # a real SIGINT ends the worker before Python sees it (worker/child.py)
+        record = job_error(exc, progress.current)
+        if record is None:  # cgtool's own failure: keep what was learned so far (and the traceback in the output)
+            import traceback
 
-        traceback.print_exc()
-        report.errors.append(ErrorRecord(progress.current or "load", type(exc).__name__, str(exc).strip()[:2000],
-                                         user_frames_of_traceback(exc.__traceback__)))
-        if report.status not in (CAPTURED, CAPTURE_FAILED):
+            traceback.print_exc()
+            record = ErrorRecord(progress.current or "load", type(exc).__name__, str(exc).strip()[:2000],
+                                 user_frames_of_traceback(exc.__traceback__))
+            if report.status not in (CAPTURED, CAPTURE_FAILED):
+                report.status = SCRIPT_ERROR
+        else:
             report.status = SCRIPT_ERROR
-    except BaseException as exc:  # no Exception: the script's code that cgtool called outside the contract (a
-        # module's forward, a hook); a real SIGINT ends the worker before Python sees it (worker/child.py)
-        report.status = SCRIPT_ERROR
-        report.errors.append(error_record(progress.current or "load", exc))
+        report.errors.append(record)
     if not report.environment:
         report.environment = environment()
     return report

@@ -19,7 +19,8 @@ from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import Report
 from cgtool.model.report_parts import NOT_IN_GRAPHS, RULES_NOT_CHECKED, Skip
 from cgtool.model.rules import PYTHON_NUMBER
-from cgtool.script.contract import Script, load_script
+from cgtool.script.contract import Script, ScriptRaised, load_script
+from cgtool.script.session import ScriptSession
 
 NOT_CHECKED = Skip(RULES_NOT_CHECKED, "CUDAGraph Trees run only on CUDA devices: the graphs torch.compile records, its "
                    "skips, re-records, fallbacks and the share of kernels in graphs (CG701-CG704) need a GPU")
@@ -34,24 +35,23 @@ def run_compiled_on_cpu(script: Script, settings: CaptureSettings, report: Repor
     report.compiled = run
     warm = settings.warmup + 1
     progress.phase("dynamo", f"{warm} iterations on CPU with dynamo on (backend \"eager\"): graph breaks")
-    start, device, phase = len(watch.records), torch.device("cpu"), "load"
+    start = len(watch.records)
     torch._dynamo.reset()  # what dynamo compiled before (another script in this process) would hide recompiles
     from cgtool.pipeline.compiled_capture import dynamo_graphs, dynamo_graphs_since
 
     before = dynamo_graphs()
     try:
-        again = load_script(script.path, script.entry, *script.names)
-        phase = "setup"
-        state = again.call_setup(device)
+        again = ScriptSession(load_script(script.path, script.entry, *script.names), torch.device("cpu"))
+        again.setup()
         watch.phase = "step"
         for i in range(warm):
-            phase = "inputs"
-            inputs = again.call_inputs(i, device)
-            phase = "step"
+            inputs = again.inputs(i)
             watch.iteration = i
-            again.call_step(state, inputs)
+            again.step(inputs)
         run.iterations = warm
-    except Exception as exc:
+    except Exception as raised:
+        # where it stopped: the script's phase (load: a ScriptRaised of load_script, or a CgtoolError) and its error
+        phase, exc = (raised.phase, raised.exc) if isinstance(raised, ScriptRaised) else ("load", raised)
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         run.notes.append(f"the dynamo run on CPU stopped in {phase}: {type(exc).__name__}: {first} (graph breaks "
                          "after that point are not known)")

@@ -26,6 +26,7 @@ from cgtool.model.report import COMPILED, Report
 from cgtool.model.report_parts import RULES_NOT_CHECKED, Skip
 from cgtool.script.contract import Args, Script, ScriptRaised
 from cgtool.script.frames import user_frames_of_traceback
+from cgtool.script.session import ScriptSession
 
 PROFILED = 3  # steady iterations under the profiler for the kernel split
 MAX_FAILURES = 4  # consecutive step errors before the run stops
@@ -72,21 +73,22 @@ def _observe_trees(script: Script, settings: CaptureSettings, report: Report, pr
     from cgtool.pipeline.compiled_capture import dynamo_graphs, dynamo_graphs_since
 
     before = dynamo_graphs()
+    session = ScriptSession(script, device, state=state)
     with TreesObserver(call_frame=watch.call_frame) as obs:
         if state is None:
             progress.phase("setup", "the compiled step runs as written: no capture of cgtool's own, no tracer")
-            state = _call("setup", lambda: script.call_setup(device))
+        session.setup()
         watch.phase = "step"
         progress.phase("warmup", f"{warm} + {steady} iterations of the compiled step")
         times: list[float] = []
-        i = _iterate(script, state, device, obs, range(warm + steady), errors, times, watch)
+        i = _iterate(session, obs, range(warm + steady), errors, times, watch)
         run.iterations = i
         run.first_steady_s = first_steady(times)
         if len(errors) < i:
             progress.phase("profile", f"{PROFILED} steady iterations under the profiler")
-            inputs = {k: script.call_inputs(k, device) for k in range(i, i + PROFILED)}
+            inputs = {k: session.inputs(k) for k in range(i, i + PROFILED)}
             try:
-                prof = profile_steps(lambda k: script.call_step(state, inputs[k]), i, PROFILED)
+                prof = profile_steps(lambda k: session.call(inputs[k]), i, PROFILED)
             except Exception as exc:
                 errors.append((str(exc), _user_frame(exc)))
                 run.notes.append(f"kernel split skipped: the step raised while profiled ({type(exc).__name__})")
@@ -121,19 +123,12 @@ def _observe_trees(script: Script, settings: CaptureSettings, report: Report, pr
         from cgtool.pipeline.compiled_timing import time_three_ways
 
         progress.phase("timing", "eager, torch.compile without CUDA graphs, as compiled")
-        time_three_ways(script, state, run, settings.timing_budget_s)
+        time_three_ways(session, run, settings.timing_budget_s)
     report.findings.extend(check_compiled(run, script.path))
     report.skipped.append(Skip(RULES_NOT_CHECKED, (
             "cgtool's own capture, replay check and tracer checks: the step is compiled with CUDA graphs, so "
             "torch.compile's CUDAGraph Trees were observed instead")))
     return run
-
-
-def _call(phase: str, fn: Any) -> Any:
-    try:
-        return fn()
-    except Exception as exc:
-        raise ScriptRaised(phase, exc) from None
 
 
 def first_steady(times: list[float]) -> float | None:
@@ -150,7 +145,7 @@ def first_steady(times: list[float]) -> float | None:
     return round(sum(times), 3)
 
 
-def _iterate(script: Script, state: Args, device: Any, obs: Any, iterations: range,
+def _iterate(session: ScriptSession, obs: Any, iterations: range,
              errors: list[tuple[str, Frame | None]], times: list[float] | None = None, watch: Any = None) -> int:
     """Run the step as a training loop would (the previous output kept alive); torch's errors about overwritten
     outputs are kept, not raised. Returns the number of iterations run; `times` gets each call's wall time."""
@@ -163,10 +158,10 @@ def _iterate(script: Script, state: Args, device: Any, obs: Any, iterations: ran
         obs.iteration = i
         if watch is not None:
             watch.iteration = i
-        inputs = _call("inputs", lambda i=i: script.call_inputs(i, device))
+        inputs = session.inputs(i)
         t0 = time.perf_counter()
         try:
-            out = script.call_step(state, inputs)
+            out = session.call(inputs)
             torch.cuda.synchronize()
             if times is not None:
                 times.append(time.perf_counter() - t0)

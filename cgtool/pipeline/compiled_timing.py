@@ -16,7 +16,8 @@ from typing import Any
 from cgtool.model.compiled import CompiledRun
 from cgtool.model.job import MeasureSettings
 from cgtool.model.phase_log import PhaseLog
-from cgtool.script.contract import Args, Script, load_script
+from cgtool.script.contract import ScriptRaised, load_script
+from cgtool.script.session import ScriptSession
 
 EAGER, NO_GRAPHS = "eager", "compiled"
 WARMUP = 3
@@ -54,24 +55,25 @@ def without_cudagraphs(kwargs: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _variant(script: Script, kind: str, device: Any) -> Callable[[], None]:
+def _variant(session: ScriptSession, kind: str) -> Callable[[], None]:
     """The step of the script loaded again under compile_replaced(kind), set up and warmed up. The eager variant
     also runs with dynamo off: code compiled when an imported module was first imported stays compiled."""
     import torch
 
     from cgtool.trace.compile_watch import dynamo_off
 
+    script = session.script
     with compile_replaced(kind):
-        other = load_script(script.path, script.entry, *script.names)
-        state = other.call_setup(device)
-    inputs = other.call_inputs(0, device)
+        other = ScriptSession(load_script(script.path, script.entry, *script.names), session.device)
+        other.setup()
+    inputs = other.inputs(0)
 
     def step() -> None:
         if kind == EAGER:
             with dynamo_off():
-                other.call_step(state, inputs)
+                other.call(inputs)
         else:
-            other.call_step(state, inputs)
+            other.call(inputs)
 
     for _ in range(WARMUP):
         step()
@@ -79,30 +81,31 @@ def _variant(script: Script, kind: str, device: Any) -> Callable[[], None]:
     return step
 
 
-def time_three_ways(script: Script, state: Args, run: CompiledRun, budget_s: float) -> None:
+def time_three_ways(session: ScriptSession, run: CompiledRun, budget_s: float) -> None:
+    """`session`: the script as compiled, set up and run already (its state is the one timed)."""
     import torch
 
     from cgtool.bench.measure import Prepared, measure
     from cgtool.bench.result import BenchResult
 
-    device = torch.device("cuda")
-    inputs = script.call_inputs(0, device)
+    script = session.script
+    inputs = session.inputs(0)
 
     def as_compiled() -> None:
-        script.call_step(state, inputs)
+        session.call(inputs)
 
     settings = MeasureSettings(budget_s=budget_s, target=0.02, min_time_s=min(1.0, budget_s / 2))
     try:
         for _ in range(WARMUP):
             as_compiled()
-        others = {EAGER: _variant(script, EAGER, device)}
+        others = {EAGER: _variant(session, EAGER)}
         cached = sorted({f"{os.path.basename(s.file)}:{s.line}" for s in run.sites
                          if s.phase == "load" and os.path.abspath(s.file) != os.path.abspath(script.path)})
         if cached:  # compiled when their module was imported: loading the script again does not compile them anew
             run.notes.append(f"not timed without CUDA graphs: {', '.join(cached)} compiled at import time in another "
                              "module, which a reload of the script does not compile again")
         else:
-            others[NO_GRAPHS] = _variant(script, NO_GRAPHS, device)
+            others[NO_GRAPHS] = _variant(session, NO_GRAPHS)
         blocks = []
         for name, fn in others.items():
             prep = Prepared({"eager": fn, "replay": as_compiled}, torch.cuda.current_stream(), 0.0, 0.0, 0)
@@ -115,7 +118,8 @@ def time_three_ways(script: Script, state: Args, run: CompiledRun, budget_s: flo
                              "against the step as compiled; CUDA events, median per step")
         run.observe_cost = observe_cost(as_compiled)
     except Exception as exc:
-        run.notes.append(f"timing stopped: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}")
+        e = exc.exc if isinstance(exc, ScriptRaised) else exc  # the script's own exception, as the note names it
+        run.notes.append(f"timing stopped: {type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}")
 
 
 def observe_cost(step: Callable[[], None], n: int = 30, rounds: int = 5) -> float:

@@ -16,6 +16,7 @@ from cgtool.pipeline.timing import quick_timings
 from cgtool.script.contract import Script, ScriptRaised
 from cgtool.script.errors import first_line
 from cgtool.script.frames import user_frames_of_traceback
+from cgtool.script.session import ScriptSession
 
 
 def run_gpu_pipeline(script: Script, settings: CaptureSettings, report: Report, progress: PhaseLog,
@@ -35,7 +36,8 @@ def run_gpu_pipeline(script: Script, settings: CaptureSettings, report: Report, 
     check_steps = settings.check_steps
     analysis = GpuAnalysis(enabled=settings.checks, node_counts=settings.node_lines)
     try:
-        captured = run_to_capture(script, device, settings, progress, analysis, settings.size, state, on_state)
+        session = ScriptSession(script, device, settings.size, state)
+        captured = run_to_capture(session, settings, progress, analysis, on_state)
     except CaptureFailed as failed:
         report.status = CAPTURE_FAILED
         report.errors.append(failed.record)
@@ -79,23 +81,23 @@ def run_gpu_pipeline(script: Script, settings: CaptureSettings, report: Report, 
     work = (graph is None or bool(graph.nodes)) and not blocked  # an unreadable graph may still replay
     if settings.replay_check and work:
         progress.phase("replay-check")
-        report.replay = guarded_replay_check(script, captured, device, n_warm + 1, check_steps, settings.size)
+        report.replay = guarded_replay_check(captured, n_warm + 1, check_steps)
     if settings.timing and work:
         progress.phase("timing")
         if settings.world_size is not None:  # a rank of a distributed run: the same iterations on every rank
             from cgtool.pipeline.rank_timing import lockstep_timings
 
-            t = lockstep_timings(script, captured, per_block=settings.timing_per_block)
+            t = lockstep_timings(captured, per_block=settings.timing_per_block)
         else:
             # calls in a row that ran without harm: the checked steps, when the check ran them all
             checked = report.replay is not None and report.replay.status in ("match", "mismatch")
             safe = check_steps if checked else n_warm
-            t = quick_timings(script, captured, settings.timing_budget_s, safe, progress)
+            t = quick_timings(captured, settings.timing_budget_s, safe, progress)
         report.timings = Timings(t.eager_us, t.replay_us, t.iterations, captured.capture_ms, inst_ms, t.method)
     if settings.node_lines and work and graph is not None and analysis.tracer is not None:
         progress.phase("node-lines", "each node's line, and its GPU time over profiled replays")
         # a distributed rank skips the eager step: its collectives would wait on ranks that failed to run it
-        eager = script if settings.world_size is None else None
+        eager = settings.world_size is None
         report.node_lines = node_lines(captured, graph, analysis.tracer.trace, report, analysis.modules, eager)
     if captured.memory is not None and work and settings.world_size is None:  # last: a second capture of the step
         import dataclasses
@@ -103,7 +105,7 @@ def run_gpu_pipeline(script: Script, settings: CaptureSettings, report: Report, 
         from cgtool.capture.memory import recipe_pool
 
         progress.phase("memory", "the pool of PyTorch's documented recipe (its own capture stream), for comparison")
-        report.memory = dataclasses.replace(captured.memory, recipe_pool_reserved=recipe_pool(script, captured))
+        report.memory = dataclasses.replace(captured.memory, recipe_pool_reserved=recipe_pool(captured))
     report.findings = judge(report.findings, CAPTURED, None, report.replay)
     report.findings.extend(check_captured(report, entry_frame(script), analysis.first_capture_frame()))
     return captured
@@ -125,15 +127,14 @@ def unwaited_output(script: Script, captured: Captured) -> list:
                     source=frame.source if frame else None, function=frame.function if frame else None)]
 
 
-def guarded_replay_check(script: Script, captured: Captured, device: Any, index: int, steps: int = DEFAULT_STEPS,
-                         size: int | None = None) -> ReplayCheck:
+def guarded_replay_check(captured: Captured, index: int, steps: int = DEFAULT_STEPS) -> ReplayCheck:
     """The replay check; when it cannot finish (the step raised in its eager run, or the comparison itself
     failed), a ReplayCheck with status "error" that says why: the capture worked, whatever the check says."""
     from cgtool.capture.compare_runs import inputs_label
 
-    label = inputs_label(script, index, steps)
+    label = inputs_label(captured.session.script, index, steps)
     try:
-        return check_replay(script, captured, device, index, steps, size)
+        return check_replay(captured, index, steps)
     except ScriptRaised as raised:
         where = user_frames_of_traceback(raised.exc.__traceback__)
         at = f" at {where[-1].file}:{where[-1].line}" if where else ""
@@ -150,10 +151,10 @@ def guarded_replay_check(script: Script, captured: Captured, device: Any, index:
 
 
 def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modules: Any = None,
-               script: Script | None = None) -> Any:
+               eager_step: bool = False) -> Any:
     """Which line made each node (the tracer's node counts while capturing), in which module (`modules`:
     ModulePaths), and its median GPU time over profiled replays; without times, the reason in report.skipped.
-    With `script`, one profiled eager step gives the lines whose eager time was mostly launch overhead."""
+    With `eager_step`, one profiled eager step gives the lines whose eager time was mostly launch overhead."""
     import time
 
     from cgtool.capture.kernel_split import replay_events
@@ -174,13 +175,13 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
                 f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")))
         times = None
     profile = node_profile(graph, trace.frames, ops, rows_from_ops(ops, len(graph.nodes), paths), times)
-    if script is not None and times is not None:
+    if eager_step and times is not None:
         from cgtool.capture.kernel_split import eager_events
         from cgtool.capture.replay_profile import profile_eager_step
         from cgtool.model.node_profile import eager_lines
 
         try:
-            eager = profile_eager_step(lambda: script.call_step(captured.state, captured.static_inputs),
+            eager = profile_eager_step(lambda: captured.session.call(captured.static_inputs),
                                        captured.stream)
             kernels, cpu_us = eager_events(eager)
             profile.eager = eager_lines(profile, graph, kernels, cpu_us)

@@ -12,6 +12,7 @@ from cgtool.model.finding import Finding
 from cgtool.model.partial import CLEAN, CPU_ONLY, FAILS, NOT_CALLED, ModuleEntry, ModuleMap
 from cgtool.model.report import ErrorRecord
 from cgtool.script.contract import Args, Script
+from cgtool.script.session import ScriptSession
 
 
 @dataclass
@@ -200,39 +201,37 @@ def _tracer_ops() -> list[Any] | None:
     return None
 
 
-class WatchingScript:
-    """The script, with setup()'s state kept and its modules added to a ModuleWatch."""
+class WatchedModules:
+    """setup()'s modules, found as setup returns its state and added to a ModuleWatch; each call of the step is a
+    new iteration of the watch. Both are hooks of the session that runs the script (`session`)."""
 
-    def __init__(self, script: Script, watch: ModuleWatch, depth: int) -> None:
-        self.script, self.watch, self.depth = script, watch, depth
+    def __init__(self, watch: ModuleWatch, depth: int) -> None:
+        self.watch, self.depth = watch, depth
         self.state: Args | None = None
         self.modules: list[Watched] = []
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.script, name)
+    def session(self, script: Script, device: Any, size: int | None = None) -> ScriptSession:
+        return ScriptSession(script, device, size, on_setup=self._found, before_step=self.watch.new_iteration)
 
-    def call_setup(self, device: Any, size: int | None = None) -> Args:
-        self.state = self.script.call_setup(device, size)
-        self.modules = find_modules(self.state, self.depth)
+    def _found(self, state: Args) -> None:
+        self.state = state
+        self.modules = find_modules(state, self.depth)
         self.watch.add(self.modules)
-        return self.state
-
-    def call_step(self, state: Args, inputs: Args | None) -> Any:
-        self.watch.new_iteration()
-        return self.script.call_step(state, inputs)
 
 
 def cpu_module_map(script: Script, depth: int, warmup: int = 3) -> tuple[ModuleMap, list[Finding], list[ErrorRecord]]:
     """The CPU analysis with the modules watched: each module's error findings (by the ops it issued)."""
+    import torch
+
     from cgtool.pipeline.cpu_analysis import analyze_on_cpu
 
     watch = ModuleWatch()
-    watching = WatchingScript(script, watch, depth)
-    with watch:
-        trace, findings, errors = analyze_on_cpu(watching, warmup=warmup)  # type: ignore[arg-type]
-    entries = attribute(trace, findings, watching.modules)
-    note = "" if watching.state is not None else "setup() did not run, so no module was found"
-    if watching.state is not None and not entries:
+    watched = WatchedModules(watch, depth)
+    with watch:  # the device setup and inputs are given on the CPU run, as the GPU run gives it
+        trace, findings, errors = analyze_on_cpu(watched.session(script, torch.device("cuda")), warmup=warmup)
+    entries = attribute(trace, findings, watched.modules)
+    note = "" if watched.state is not None else "setup() did not run, so no module was found"
+    if watched.state is not None and not entries:
         note = "setup() returned no nn.Module (the map needs the model among setup's values)"
     return ModuleMap(CPU_ONLY, depth, tuple(entries), note=note), findings, errors
 

@@ -14,17 +14,16 @@ from typing import Any
 from cgtool.model.job import PartialSettings
 from cgtool.model.partial import FAILED, FAILS, GRAPHED, MEASURED, NOT_CALLED, SKIPPED, ModuleEntry, ModuleMap
 from cgtool.model.phase_log import PhaseLog
-from cgtool.script.contract import Script, ScriptRaised
+from cgtool.script.contract import Script
 
 
 def run_modules(script: Script, settings: PartialSettings, progress: PhaseLog) -> ModuleMap:
     import torch
 
-    from cgtool.capture.compare_runs import compare_steps, inputs_label, step_inputs
-    from cgtool.capture.harness import warmup
+    from cgtool.capture.compare_runs import compare_steps, inputs_label
     from cgtool.capture.module_graphs import installed
     from cgtool.pipeline.module_check import find_diverging
-    from cgtool.pipeline.module_map import ModuleWatch, WatchingScript, cpu_module_map
+    from cgtool.pipeline.module_map import ModuleWatch, WatchedModules, cpu_module_map
     from cgtool.pipeline.piecewise_job import time_prepared
 
     depth, n_warm, size = 1 if settings.modules is None else settings.modules, settings.warmup, settings.size
@@ -36,33 +35,28 @@ def run_modules(script: Script, settings: PartialSettings, progress: PhaseLog) -
         cpu, cpu_note = {}, f"CPU analysis failed ({type(exc).__name__}: {exc}); "
     else:
         cpu_note = ""
-    device = torch.device("cuda")
     watch = ModuleWatch(keep_calls=True)
-    watching = WatchingScript(script, watch, depth)
-    progress.phase("setup", "modules")
-    try:
-        state = watching.call_setup(device, size)
-    except Exception as exc:
-        raise ScriptRaised("setup", exc) from None
-    stream = torch.cuda.Stream()
-    progress.phase("warmup", f"{n_warm} eager iterations, module calls watched")
-    with watch:
-        warmup(watching, state, device, n_warm, stream, None, size)  # type: ignore[arg-type]
-    if not watching.modules:
+    watched = WatchedModules(watch, depth)
+    session = watched.session(script, torch.device("cuda"), size)
+    stream = session.set_up_and_warm(n_warm, progress, "modules", f"{n_warm} eager iterations, module calls watched",
+                                     around=watch)
+    if not watched.modules:
         return ModuleMap(FAILED, depth, note="setup() returned no nn.Module (the map needs the model among setup's values)")
-    entries, graphed = _graph_from_identical_state(state, watching.modules, cpu, stream, progress)
-    static = script.call_inputs(n_warm, device, size)
+    state = session.setup()
+    entries, graphed = _graph_from_identical_state(state, watched.modules, cpu, stream, progress)
+    plain = session.with_script(script)  # the step unwatched: the map is made
+    static = plain.inputs(n_warm)
     index, steps = n_warm + 1, settings.check_steps
-    fresh = step_inputs(script, index, steps, device, size)
+    fresh = plain.inputs_from(index, steps)
     label = inputs_label(script, index, steps)
 
     def eager(inputs: Any = static) -> Any:
-        return script.call_step(state, inputs)
+        return plain.call(inputs)
 
     def graphed_step(chosen: list[Any]) -> Any:
         def run(inputs: Any = static) -> Any:
             with installed(chosen):
-                return script.call_step(state, inputs)
+                return plain.call(inputs)
         return run
 
     def check(chosen: list[Any]) -> Any:
@@ -78,12 +72,12 @@ def run_modules(script: Script, settings: PartialSettings, progress: PhaseLog) -
             if replay.status == "mismatch":
                 progress.phase("replay-check", "one graphed module at a time, to find the one that differs")
                 tried_replay = replay
-                entries, chosen, replay = find_diverging(entries, graphed, tried_replay, check, watching.modules)
+                entries, chosen, replay = find_diverging(entries, graphed, tried_replay, check, watched.modules)
                 if chosen == graphed:  # no single module differs alone: the whole set's check stands
                     replay, tried_replay = tried_replay, None
                 else:
                     entries, chosen, replay, more = inside_diverging(
-                        entries, chosen, replay, check, watching.modules,
+                        entries, chosen, replay, check, watched.modules,
                         lambda under: _graph_from_identical_state(state, under, cpu, stream, progress))
                     graphed = graphed + more
         if chosen and settings.timing:
@@ -143,20 +137,14 @@ def _graph_from_identical_state(state: Any, modules: list[Any], cpu: dict[str, M
                                 progress: PhaseLog) -> tuple[list[ModuleEntry], list[Any]]:
     """Graph the modules, then put back what capture itself moved (make_graphed_callables' warmup iterations run
     the module: BatchNorm's running stats, a call counter), so the step continues from the state warmup left."""
-    import torch
+    from cgtool.capture.host_state import SavedState
 
-    from cgtool.capture.host_state import restore_attributes, save_attributes
-    from cgtool.capture.tensors import restore, snapshot, state_tensors
-
-    pairs = state_tensors((state.args, state.kwargs))
-    before, attributes, rng = snapshot(pairs), save_attributes((state.args, state.kwargs)), torch.cuda.get_rng_state()
+    start = SavedState.of(state)
     try:
         return _graph_modules(modules, cpu, stream, progress)
     finally:
         try:
-            restore_attributes(attributes)
-            restore(pairs, before)
-            torch.cuda.set_rng_state(rng)
+            start.restore()
         except Exception:  # a capture that spoilt CUDA: nothing more runs on it
             pass
 

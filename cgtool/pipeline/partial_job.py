@@ -7,15 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from cgtool.errors import CgtoolError
 from cgtool.model.job import PARTIAL, Job, PartialSettings
 from cgtool.model.partial import FAILED, ModuleMap, Piecewise
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.pipeline.piecewise_job import METHOD, RerunFresh
 from cgtool.pipeline.result import JobResult, PartialResult
-from cgtool.script.contract import ScriptExit, ScriptRaised, contract_names, load_script
-from cgtool.script.errors import error_record, first_line
+from cgtool.script.contract import ScriptRaised, contract_names, load_script
+from cgtool.script.errors import error_record, first_line, job_error
 from cgtool.script.frames import user_frames_of_traceback
 
 
@@ -54,16 +53,11 @@ def partial_job(job: Job, progress: PhaseLog) -> JobResult:
                 modules = _attempt(lambda: _gpu_modules(script, settings, progress), errors, "modules")
                 if modules is None:
                     modules = ModuleMap(FAILED, int(depth), error=errors[-1])
-    except CgtoolError as exc:
-        errors.append(error_record("load", exc))
-    except ScriptRaised as exc:
-        errors.append(error_record(exc.phase, exc.exc))
-    except ScriptExit as exc:  # the script's sys.exit(), KeyboardInterrupt or own BaseException, out of a phase
-        errors.append(error_record(progress.current or "load", exc))
-    except Exception:
-        raise  # cgtool's own failure: the worker's output shows its traceback
-    except BaseException as exc:  # no Exception: the script's own, from a module's forward cgtool called directly
-        errors.append(error_record(progress.current or "load", exc))
+    except BaseException as exc:  # a real SIGINT ends the worker before Python sees it (worker/child.py)
+        record = job_error(exc, progress.current)
+        if record is None:
+            raise  # cgtool's own failure: the worker's output shows its traceback
+        errors.append(record)
     return JobResult(PARTIAL, partial=PartialResult(piecewise, modules, errors), rerun_piecewise=rerun,
                      modules_pending=pending)
 

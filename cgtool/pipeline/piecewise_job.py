@@ -95,7 +95,7 @@ def _run_piecewise(script: Script, settings: PartialSettings, progress: PhaseLog
     A pieced step in which no piece runs as a CUDA graph once it has settled is `not-possible`, with why."""
     import torch
 
-    from cgtool.capture.compare_runs import compare_steps, inputs_label, step_inputs
+    from cgtool.capture.compare_runs import compare_steps, inputs_label
     from cgtool.capture.pieces import prepare_pieced
 
     step = prepare_pieced(script, settings, progress, settings.size, keep=keep)
@@ -126,7 +126,7 @@ def _run_piecewise(script: Script, settings: PartialSettings, progress: PhaseLog
     if settings.replay_check:
         progress.phase("replay-check", "pieced step vs eager")
         index, steps = settings.warmup + 1, settings.check_steps
-        fresh = step_inputs(script, index, steps, torch.device("cuda"), settings.size)
+        fresh = step.eager.inputs_from(index, steps)
         label = inputs_label(script, index, steps)
         step.now = f"on {label} (the replay check)"
         replay = compare_steps(step.state, step.run_eager, step.run_pieced, fresh, step.stream, label,

@@ -9,18 +9,14 @@ import statistics
 from cgtool.bench.timing import time_block
 from cgtool.capture.harness import Captured
 from cgtool.model.report import Timings
-from cgtool.script.contract import Script, ScriptRaised
 
 
-def lockstep_timings(script: Script, captured: Captured, blocks: int = 6, per_block: int = 10) -> Timings:
+def lockstep_timings(captured: Captured, blocks: int = 6, per_block: int = 10) -> Timings:
     """Median per-iteration GPU time of `blocks` alternating blocks of `per_block` eager steps and replays."""
     import torch
 
     def eager() -> None:
-        try:
-            script.call_step(captured.state, captured.static_inputs)
-        except Exception as exc:
-            raise ScriptRaised("timing", exc) from None
+        captured.session.step(captured.static_inputs, "timing")
 
     fns = {"eager": eager, "replay": captured.graph.replay}
     times: dict[str, list[float]] = {"eager": [], "replay": []}

@@ -8,10 +8,9 @@ from cgtool.capture.harness import Captured
 from cgtool.model.job import MeasureSettings
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import Timings
-from cgtool.script.contract import Script, ScriptRaised
 
 
-def quick_timings(script: Script, captured: Captured, budget_s: float = 3.0, safe_calls: int = 3,
+def quick_timings(captured: Captured, budget_s: float = 3.0, safe_calls: int = 3,
                   progress: PhaseLog | None = None) -> Timings:
     """Per-iteration eager and replay GPU times: a short run of `cgtool bench`'s own measurement
     (bench.measure.measure: alternating blocks, CUDA events, blocks on a slowed CPU left out). A step that
@@ -20,10 +19,7 @@ def quick_timings(script: Script, captured: Captured, budget_s: float = 3.0, saf
     from cgtool.capture.counters import find_counters
 
     def eager() -> None:
-        try:
-            script.call_step(captured.state, captured.static_inputs)
-        except Exception as exc:
-            raise ScriptRaised("timing", exc) from None
+        captured.session.step(captured.static_inputs, "timing")
 
     guard = find_counters(captured.state, eager, captured.stream, safe_calls)
     if guard is not None and progress is not None:
@@ -31,7 +27,8 @@ def quick_timings(script: Script, captured: Captured, budget_s: float = 3.0, saf
     prep = Prepared({"eager": eager, "replay": captured.graph.replay}, captured.stream, captured.capture_ms, 0.0, 0,
                     guard=guard)
     settings = MeasureSettings(budget_s=budget_s, target=0.02, min_time_s=min(1.0, budget_s / 2))
-    r = BenchResult.from_rounds(measure(prep, settings, PhaseLog()), script=script.path, entry=script.entry)
+    r = BenchResult.from_rounds(measure(prep, settings, PhaseLog()), script=captured.session.script.path,
+                                entry=captured.session.script.entry)
     kept = f"; {r.cpu_load.slowed} blocks on a CPU slowed by other load left out" if r.cpu_load and r.cpu_load.slowed else ""
     return Timings(
         eager_us=r.eager.gpu.median,

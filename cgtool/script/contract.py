@@ -160,20 +160,26 @@ def parse_target(target: str, entry: str | None = None) -> tuple[str, str]:
     return path, entry_name(entry if entry is not None else name or "step")
 
 
-def entry_name(name: str) -> str:
+def entry_name(name: str, role: str = "entry") -> str:
     """`name` (NFKC-normalized, as Python reads identifiers) when it can name a function a script defines: a
     Python identifier, no keyword and no dunder (`__init__`, `__class__` are the module's, not the script's);
-    else a CgtoolError (usage, exit 2). Every command's entry (--entry, `script.py:name`) passes here."""
+    else a CgtoolError (usage, exit 2). Every command's entry (--entry, `script.py:name`) passes here, and the
+    names of setup and inputs (`role`: "setup", "inputs"; cgtool.check(..., setup="make")) too."""
     import keyword
     import unicodedata
 
     text = unicodedata.normalize("NFKC", name)
+    what = give = f"the script's function to use as {role}()"
+    example = short = f'{role}="make_{role}"'
+    if role == "entry":
+        what, give = "the script's function that runs one iteration", "the function that runs one iteration"
+        example, short = "--entry train_step or script.py:train_step", "--entry train_step"
     if not text.isidentifier() or keyword.iskeyword(text):
-        raise CgtoolError(f"not a valid entry name: {name!r}; give the name of the script's function that runs one "
-                          "iteration (a Python identifier, e.g. --entry train_step or script.py:train_step).")
+        raise CgtoolError(f"not a valid {role} name: {name!r}; give the name of {what} (a Python identifier, "
+                          f"e.g. {example}).")
     if text.startswith("__") and text.endswith("__"):
         raise CgtoolError(f"no such function {name!r}: names like __init__ and __class__ are Python's own, not a "
-                          "function of the script; give the function that runs one iteration (e.g. --entry train_step).")
+                          f"function of the script; give {give} (e.g. {short}).")
     return text
 
 
@@ -234,7 +240,9 @@ def load_script(path: str, entry: str = "step", setup: str | None = "setup", inp
     step = _entry_function(module, path, entry_name(entry))
     fns = {}
     for label, fn_name, default in (("setup", setup, "setup"), ("inputs", inputs, "inputs")):
-        fns[label] = None if fn_name is None else getattr(module, fn_name, None)
+        if fn_name is not None:
+            fn_name = entry_name(fn_name, label)  # as the entry: an identifier of the script's own globals
+        fns[label] = None if fn_name is None else module.__dict__.get(fn_name)
         if fn_name is not None and fn_name != default and fns[label] is None:
             raise CgtoolError(f"{path} has no function `{fn_name}()` (asked for as {label}).\n\n{CONTRACT}")
         if fns[label] is not None and not callable(fns[label]):

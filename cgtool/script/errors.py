@@ -8,7 +8,7 @@ import re
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.frame import Frame
 from cgtool.model.report import ErrorRecord
-from cgtool.script.contract import unwrap
+from cgtool.script.contract import ScriptExit, ScriptRaised, unwrap
 from cgtool.script.frames import user_frames_of_traceback
 
 # lines torch appends to a CUDA error's message: never its first line
@@ -65,6 +65,21 @@ def error_record(phase: str, exc: BaseException) -> ErrorRecord:
     """The record of an exception (error_record_of), its message shortened and repeated frames counted."""
     r = error_record_of(phase, exc)
     return ErrorRecord(r.phase, r.type, shorten(r.message), collapse_frames(r.frames), r.cuda_error)
+
+
+def job_error(exc: BaseException, current: str | None) -> ErrorRecord | None:
+    """The record of what stopped a job's run of the script, `current` being the phase it was in: a CgtoolError
+    (the script unreadable, its contract broken, the machine unfit) as phase load; the script's exception in the
+    phase it raised in (ScriptRaised); its sys.exit(), KeyboardInterrupt or own BaseException (a ScriptExit out of
+    a phase, or a BaseException from its code cgtool called outside the contract: a module's forward, a hook).
+    None for any other Exception: cgtool's own failure, which each job keeps its own way."""
+    if isinstance(exc, CgtoolError):
+        return error_record("load", exc)
+    if isinstance(exc, ScriptRaised):
+        return error_record(exc.phase, exc.exc)
+    if isinstance(exc, ScriptExit) or not isinstance(exc, Exception):
+        return error_record(current or "load", exc)
+    return None
 
 
 def error_record_of(phase: str, exc: BaseException) -> ErrorRecord:

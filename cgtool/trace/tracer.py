@@ -4,10 +4,10 @@ Usage (a harness):
     tracer = Tracer()                      # Tracer(virtual_cuda=True, stream_probe=...) on the CPU run
     with tracer:
         with tracer.host_watch("setup"):   # optional: learn which tensors the user makes on the host
-            state = script.call_setup(device)
+            session.setup()                # a ScriptSession (cgtool/script/session.py)
         for i in range(warmup):
             with tracer.iteration(i, inputs=args):
-                script.call_step(state, args)
+                session.call(args)
     trace = tracer.trace
 
 Robustness: recording runs in try/except; a failure switches recording off (Trace.tracer_error) and the

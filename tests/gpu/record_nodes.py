@@ -244,6 +244,7 @@ def record(script_path: str, out_dir: str) -> int:
     from cgtool.capture.kernel_split import replay_events
     from cgtool.model.phase_log import PhaseLog
     from cgtool.script.contract import load_script
+    from cgtool.script.session import ScriptSession
 
     stem = os.path.splitext(os.path.basename(script_path))[0]
     fx: dict = {"schema": "cgtool-node-fixture/1", "script": os.path.relpath(os.path.abspath(script_path), ROOT),
@@ -274,8 +275,8 @@ def record(script_path: str, out_dir: str) -> int:
         t0 = time.perf_counter()
         on_state = analysis.counter.name_modules if analysis is not None else None
         try:
-            captured = run_to_capture(script, device, {"warmup": WARMUP}, PhaseLog(), analysis=analysis,
-                                      on_state=on_state)
+            captured = run_to_capture(ScriptSession(script, device), {"warmup": WARMUP}, PhaseLog(),
+                                      analysis=analysis, on_state=on_state)
         except Exception:  # noqa: BLE001 - once more without the node counter (the trace is still recorded)
             if analysis is None:
                 raise
@@ -284,7 +285,7 @@ def record(script_path: str, out_dir: str) -> int:
             analysis.counter.enabled = False
             analysis.inner.tracer.node_count = None
             t0 = time.perf_counter()
-            captured = run_to_capture(script, device, {"warmup": WARMUP}, PhaseLog(), analysis=analysis)
+            captured = run_to_capture(ScriptSession(script, device), {"warmup": WARMUP}, PhaseLog(), analysis=analysis)
         fx["capture_s"] = time.perf_counter() - t0
         graph, read_ms, _ = read_graph(captured, None)
         fx["graph"] = graph.to_json()
@@ -304,7 +305,7 @@ def record(script_path: str, out_dir: str) -> int:
 
         def eager() -> None:
             with torch.cuda.stream(stream):
-                script.call_step(captured.state, captured.static_inputs)
+                captured.session.call(captured.static_inputs)
 
         eager()
         events = profiled(eager, 1)
