@@ -27,13 +27,11 @@ from cgtool.capture.tensors import (
     snapshot,
     state_tensors,
 )
+from cgtool.model.limits import CHECK_STEPS
 from cgtool.model.report import ReplayCheck, TensorDiff
 from cgtool.script.contract import Args, ScriptRaised
 
-# Steps compared when the user does not say (--check-steps): enough for a training step's optimizer moments,
-# momentum, scheduler, BatchNorm and step counters to move from step to step (the ResNet plan of issue 36 matched
-# eager for two steps and differed from the third).
-DEFAULT_STEPS = 6
+DEFAULT_STEPS = CHECK_STEPS  # steps compared when the user does not say (--check-steps): model/limits.py says why
 # The eager reference keeps the state after every step; past this share of free GPU memory it keeps the last only
 # (the outputs are still compared at every step).
 STATE_MEMORY_SHARE = 0.5

@@ -11,6 +11,10 @@ from typing import Any
 from cgtool.errors import CgtoolError, ExitCode
 
 DAY_S = 86400.0
+# Steps the replay check compares when the user does not say (--check-steps; capture/compare_runs.py): enough for
+# a training step's optimizer moments, momentum, scheduler, BatchNorm and step counters to move from step to step
+# (the ResNet plan of issue 36 matched eager for two steps and differed from the third).
+CHECK_STEPS = 6
 
 
 @dataclass(frozen=True)
