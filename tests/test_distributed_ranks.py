@@ -202,3 +202,13 @@ def test_html_on_ranks_is_checked_before_any_rank_starts(run_cli, tmp_path):
                 "--html", tmp_path / "missing" / "page.html", timeout=60)
     assert r.returncode == 3 and "Cannot write --html" in r.stderr, r.stdout + r.stderr
     assert not (tmp_path / "cgtool-out").exists()  # no output folder made, no rank started
+
+
+def test_bench_options_the_ranks_do_not_use_are_a_usage_error(run_cli, tmp_path):
+    """`bench --nproc-per-node 2 --out x.json` (--plot, --compare, --fail-if-slower, --sizes) were dropped in silence:
+    the run on ranks writes the merged report only."""
+    r = run_cli("bench", "--nproc-per-node", "2", os.path.join(DIST, "tensor_parallel.py"), "--out", tmp_path / "b.json",
+                "--sizes", "1,2", timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--out, --sizes are not supported on ranks yet" in r.stderr
+    assert not (tmp_path / "cgtool-out").exists() and not (tmp_path / "b.json").exists()
