@@ -175,3 +175,17 @@ def test_batchnorm_counts_are_no_counter_to_guard(cpu_cuda: _Stream) -> None:
     r = compare_steps(state, lambda a: bn(torch.randn(4, 3)), lambda a: bn(torch.randn(4, 3)), [None, None],
                       cpu_cuda, "x")
     assert r.counters == ()
+
+
+def test_the_check_steps_default_is_one_constant():
+    """--check-steps' default was written twice (the option's `default=6` and compare_runs.DEFAULT_STEPS = 6): one
+    constant, model/job.CHECK_STEPS (the settings' default), all read."""
+    from cgtool.capture import compare_runs
+    from cgtool.commands.capture import capture
+    from cgtool.model.job import CHECK_STEPS, CaptureSettings
+    from cgtool.model.limits import LIMITS
+
+    option = next(p for p in capture.params if p.name == "check_steps")
+    assert option.default is CHECK_STEPS and compare_runs.DEFAULT_STEPS is CHECK_STEPS
+    assert CaptureSettings().check_steps is CHECK_STEPS
+    assert LIMITS["check_steps"].low <= CHECK_STEPS <= LIMITS["check_steps"].high

@@ -166,3 +166,51 @@ def test_a_rank_that_captured_is_captured_whatever_its_replay_check_says():
     assert "rank 0: replay check failed: the replay check could not compare" in line
     assert not any(r.failed for r in reports)
     assert exit_code(dist, LaunchOutcome(reports, [])) == 1  # the replay was not verified
+
+
+def test_the_verdict_line_keeps_a_failed_replay_check_beside_the_speedup():
+    """Every rank timed (a speedup) but rank 1's replay check could not compare: the line returned early with the
+    speedup and hid it; the page called any finding (an info one too) a problem. Both follow the exit code now."""
+    from cgtool.model.exit_codes import dist_has_problems
+    from cgtool.model.report import ReplayCheck
+    from cgtool.model.rules import finding
+    from cgtool.render.distributed import verdict_line
+    from cgtool.render.html_distributed import render_distributed_html
+
+    ranks = []
+    for r in (0, 1):
+        rr = rank(r, [])
+        rr.report.timings = Timings(100.0, 20.0, 60)
+        rr.report.replay = ReplayCheck("match", "inputs(12)")
+        ranks.append(rr)
+    ranks[1].report.replay = ReplayCheck("error", "inputs(12)", (), "could not compare (RuntimeError: boom)")
+    rep = merge(Job("capture", S, "step"), LaunchOutcome(ranks, ["torchrun"]), {"warmup": 11})
+    line = verdict_line(rep)
+    assert line.startswith("2 ranks captured; step (slowest rank) eager") and "5.0× faster" in line
+    assert "rank 1: replay check failed: could not compare (RuntimeError: boom)" in line
+    assert dist_has_problems(rep) and exit_code_of(rep) == 1
+    assert 'class="verdict bad"' in render_distributed_html(rep)
+    ranks[1].report.replay = ReplayCheck("match", "inputs(12)")
+    ranks[0].report.findings = [finding("CG610", "a note", severity="info", file=S, line=3)]  # an info finding only
+    assert verdict_line(rep).endswith("5.0× faster") and not dist_has_problems(rep) and exit_code_of(rep) == 0
+    page = render_distributed_html(rep)
+    assert 'class="verdict ok"' in page and 'class="verdict bad"' not in page
+
+
+def exit_code_of(rep: DistReport) -> int:
+    from cgtool.model.exit_codes import distributed_exit
+
+    return int(distributed_exit(rep, None, rep.ranks))
+
+
+def test_a_world_whose_script_raised_is_not_complete():
+    """A rank whose script raised (or that wrote no report) makes the run incomplete: its files go beside an
+    existing report.json (report.failed.json), as a plain capture's do; a failed capture is a complete answer."""
+    from cgtool.model.report import SCRIPT_ERROR
+    from cgtool.render.outputs import dist_complete
+
+    assert dist_complete(DistReport(S, "step", 2, [rank(0, []), rank(1, [], status=CAPTURE_FAILED)]), None)
+    assert not dist_complete(DistReport(S, "step", 2, [rank(0, []), rank(1, [], status=SCRIPT_ERROR)]), None)
+    assert not dist_complete(DistReport(S, "step", 2, [rank(0, []), RankResult(1, None, STOPPED)]), None)
+    assert not dist_complete(DistReport(S, "step", 2, [rank(0, []), rank(1, [])]), "timeout")
+    assert not dist_complete(DistReport(S, "step", 0, []), None)

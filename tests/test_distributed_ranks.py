@@ -156,3 +156,59 @@ def test_two_torchrun_agents_with_their_own_temp_folders_give_one_report(tmp_pat
     assert [rk["summary"]["collectives"] for rk in data["ranks"]] == [{"warmup": 2, "capture": 1}] * 2
     for host in (0, 1):  # each host's own temp folder: no run folder of cgtool's left (torch's caches may stay)
         assert [n for n in os.listdir(tmp_path / f"tmp{host}") if n.startswith("cgtool")] == [], host
+
+
+RAISES_ON_RANK_1 = '''import torch
+import torch.distributed as dist
+
+
+def setup(device, rank, world_size):
+    return {"w": torch.randn(8, 8, device=device), "rank": rank}
+
+
+def inputs(i, device):
+    return {"x": torch.randn(4, 8, device=device)}
+
+
+def step(w, rank, x):
+    y = x @ w
+    dist.all_reduce(y)
+    if rank == 1:
+        raise ValueError("rank 1 raised")
+    return y
+'''
+
+
+def test_a_world_whose_script_raised_keeps_the_existing_report(run_cli, tmp_path):
+    """A rank's script raised: the run did not complete, so an existing report.json (and report.html) is kept and
+    this run's merged report goes beside it as report.failed.json (it replaced report.json)."""
+    script = tmp_path / "raises.py"
+    script.write_text(RAISES_ON_RANK_1)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.json").write_text("earlier\n")
+    r = run_cli("capture", "--nproc-per-node", "2", "--cpu", "--warmup", "1", "--timeout", "120", script,
+                "--out", out, "-q", timeout=150)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (out / "report.json").read_text() == "earlier\n"
+    failed = json.loads((out / "report.failed.json").read_text())
+    assert failed["kind"] == "distributed" and failed["ranks"][1]["report"]["status"] == "script-error"
+    assert "report.failed.json" in r.stderr, r.stderr
+
+
+def test_html_on_ranks_is_checked_before_any_rank_starts(run_cli, tmp_path):
+    """`bench --nproc-per-node 2 --html PATH` checked PATH only after the ranks ran (and wrote their folder)."""
+    r = run_cli("bench", "--nproc-per-node", "2", os.path.join(DIST, "tensor_parallel.py"),
+                "--html", tmp_path / "missing" / "page.html", timeout=60)
+    assert r.returncode == 3 and "Cannot write --html" in r.stderr, r.stdout + r.stderr
+    assert not (tmp_path / "cgtool-out").exists()  # no output folder made, no rank started
+
+
+def test_bench_options_the_ranks_do_not_use_are_a_usage_error(run_cli, tmp_path):
+    """`bench --nproc-per-node 2 --out x.json` (--plot, --compare, --fail-if-slower, --sizes) were dropped in silence:
+    the run on ranks writes the merged report only."""
+    r = run_cli("bench", "--nproc-per-node", "2", os.path.join(DIST, "tensor_parallel.py"), "--out", tmp_path / "b.json",
+                "--sizes", "1,2", timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--out, --sizes are not supported on ranks yet" in r.stderr
+    assert not (tmp_path / "cgtool-out").exists() and not (tmp_path / "b.json").exists()

@@ -103,3 +103,54 @@ def test_lint_exit_codes():
     assert lint_exit(False, 1, 0) == ExitCode.PROBLEMS
     assert lint_exit(False, 0, 1) == ExitCode.PROBLEMS  # a script that could not be analysed
     assert lint_exit(True, 0, 0) == ExitCode.INTERRUPTED
+
+
+def test_a_replay_check_that_could_not_compare_fails_lint_check_and_assert_capturable_as_it_fails_capture(monkeypatch):
+    """One decision (exit_codes.replay_failed): capture exits 1 when the replay check could not compare (status
+    "error"), and lint, cgtool.check and assert_capturable failed nothing for the same report (they passed)."""
+    import pytest
+
+    import cgtool.testing
+    from cgtool.api.report import CheckReport
+    from cgtool.lint.run import LintOptions, script_result
+    from cgtool.model.exit_codes import replay_failed, replay_not_compared
+    from cgtool.model.lint_result import LintResult
+    from cgtool.testing import NotCapturable, failure_message
+
+    note = "the replay check could not compare replay with eager (RuntimeError: boom); the capture itself worked"
+    report = _report()
+    report.device = "cuda"
+    report.replay = ReplayCheck("error", "inputs(4)", (), note)
+    assert replay_failed(report.replay) and capture_exit(report, None) == ExitCode.PROBLEMS
+    assert replay_not_compared(report.replay) == f"replay check failed: {note}"
+    assert replay_not_compared(ReplayCheck("mismatch", "inputs(4)")) == ""  # a mismatch is CG503, an error finding
+    assert replay_not_compared(ReplayCheck("match", "inputs(4)")) == replay_not_compared(None) == ""
+    result = script_result("s.py", report, LintOptions())
+    assert result.failed and result.errors == [f"replay check failed: {note}"]
+    assert LintResult(scripts=[result]).exit_code == capture_exit(report, None) == ExitCode.PROBLEMS
+    checked = CheckReport(report, result, "0")
+    assert not checked.passed and "replay check failed" in failure_message(checked)
+    monkeypatch.setattr(cgtool.testing, "check", lambda target, **options: checked)  # the worker's answer
+    with pytest.raises(NotCapturable, match="replay check failed"):
+        cgtool.testing.assert_capturable("s.py")
+    report.replay = ReplayCheck("match", "inputs(4)")
+    assert not script_result("s.py", report, LintOptions()).failed and capture_exit(report, None) == ExitCode.OK
+
+
+def test_lint_on_ranks_keeps_a_ranks_failed_replay_check():
+    """`lint --nproc-per-node N` makes one Report of the ranks: a rank's replay check that could not compare is
+    kept in it (named by rank), so lint fails the script as `capture --nproc-per-node N` exits 1."""
+    from cgtool.lint.run import LintOptions, script_result
+    from cgtool.worker.distributed import _failed_replay
+
+    bad = _report()
+    bad.replay = ReplayCheck("error", "inputs(12)", (), "could not compare")
+    good = _report(replay="match")
+    dist = _ranks(good, bad)
+    assert distributed_exit(dist, None, []) == ExitCode.PROBLEMS
+    kept = _failed_replay(dist)
+    assert kept is not None and kept.status == "error" and kept.note == "rank 1: could not compare"
+    merged = _report()
+    merged.replay = kept
+    assert script_result("s.py", merged, LintOptions(nproc=2)).errors == ["replay check failed: rank 1: could not compare"]
+    assert _failed_replay(_ranks(good, _report())) is None

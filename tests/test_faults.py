@@ -64,9 +64,12 @@ def no_temp_files(folder) -> bool:
 
 
 def test_the_worker_killed_at_each_phase_by_each_signal(tmp_path):
-    """Nine workers at once, through the client capture and lint use: each ends as a clean report that names
-    the signal and the phase, and nothing the script forked survives."""
-    cases = [(phase, sig) for phase in STOPS for sig in SIGNALS]
+    """A worker per phase, each killed by another signal, at once, through the client capture and lint use: each
+    ends as a clean report that names the signal and the phase, and nothing the script forked survives. (The worker
+    leaves all three signals at their default, killing, action in every phase — worker/child.py — so the phase a
+    report names and the signal it names are independent: each phase and each signal once, not all nine pairs.)"""
+    cases = list(zip(STOPS, SIGNALS))
+    assert len(cases) == len(STOPS) == len(SIGNALS)
     seen: dict = {}
 
     def run(phase: str, sig: signal.Signals) -> None:

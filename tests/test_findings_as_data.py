@@ -50,6 +50,23 @@ HAZARDS = sorted(glob.glob(os.path.join(ROOT, "samples", "hazards", "*.py"))
                  + glob.glob(os.path.join(ROOT, "samples", "hazards", "multi", "*.py")))
 REFUTED = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "refuted", "*.py")))
 COMPILED = sorted(glob.glob(os.path.join(ROOT, "samples", "compiled", "*.py")))
+# Samples whose CPU findings another sample of the lint below already gives (same rules, kinds, origins), or that
+# give none (a message that is never made decides nothing): each costs a torch worker twice (~4 s of CPU, ~8 s for a
+# compiled one) and exercises nothing the others do not. CPU lint of every sample (50 scripts): hazards by rule —
+# CG101 item_sync (and guard_stream_generator, mask_item_host), CG102/CG402 mask_item_host, CG104/CG405/CG406
+# reseed_rebind_sync, CG201/CG401 guard_stream_generator; compiled ones only CG701 (cpu_tensor: origin cpu-trace;
+# sequential_compile: compiled), CG702 (many_sizes, python_int_input, varying_batch) and CG705 (break_*) warnings,
+# eleven nothing. python_int_input and break_item are captured below (with --piecewise and --modules).
+SAME_AS_ANOTHER = {
+    "hazards": {"bool_mask", "cuda_synchronize", "custom_generator", "gradscaler_step", "host_to_input_device",
+                "print_tensor", "rebind_dict_state", "reseed_in_step", "tensor_branch", "uncaptured_work",
+                "clean_dropout_train", "clean_ema_inplace", "clean_mlp_inference", "clean_train_adamw",
+                "clean_two_streams"},
+    "compiled": {"break_item", "break_print", "clean_training", "control_flow_cond", "imported_decorator",
+                 "imported_factory", "input_mutation", "module_compile", "no_cudagraphs", "output_overwritten",
+                 "pending_backward", "python_int_input", "rerecord_static_input", "varying_batch"},
+}
+
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +80,22 @@ def _cli(args: list[str], cwd: str, env: dict[str, str] | None = None) -> subpro
     full = {**os.environ, "NO_COLOR": "1", "COLUMNS": "200", "PYTHONPATH": ROOT, **(env or {})}
     return subprocess.run([sys.executable, "-m", "cgtool", *args], cwd=cwd, capture_output=True, text=True,
                           env=full, timeout=1500)
+
+
+def _kept(paths: list[str], group: str) -> list[str]:
+    return [p for p in paths if os.path.basename(p)[:-3] not in SAME_AS_ANOTHER[group]]
+
+
+def test_the_samples_left_out_of_the_lint_mark_no_rule_the_others_do_not():
+    """What the lint below leaves out (SAME_AS_ANOTHER) is each named, and every hazard its `# expect:` markers name
+    is marked in a sample the lint keeps: a sample with a new rule is linted."""
+    from expect_markers import markers
+
+    names = {g: {os.path.basename(p)[:-3] for p in paths} for g, paths in (("hazards", HAZARDS), ("compiled", COMPILED))}
+    assert SAME_AS_ANOTHER["hazards"] <= names["hazards"] and SAME_AS_ANOTHER["compiled"] <= names["compiled"]
+    kept = {rule for p in _kept(HAZARDS, "hazards") + REFUTED for _, rule in markers(p)}
+    left = {rule for p in HAZARDS if p not in _kept(HAZARDS, "hazards") for _, rule in markers(p)}
+    assert left <= kept, left - kept
 
 
 def _without_messages(data: Any, path: str = "") -> Any:
@@ -107,14 +140,14 @@ def test_the_rewrite_reaches_every_message_in_this_process(rewritten_env):
 def test_lint_of_every_sample_is_the_same_with_every_message_rewritten(rewritten_env, tmp_path):
     """CPU lint of samples/hazards (multi included), tests/data/refuted and samples/compiled: the same exit code and the
     same JSON (rules, kinds, origins, predictions, severities, lines, skipped rules, script errors), messages aside."""
-    scripts = HAZARDS + REFUTED + COMPILED
+    scripts = _kept(HAZARDS, "hazards") + REFUTED + _kept(COMPILED, "compiled")
     args = ["lint", *scripts, "--format", "json", "-j", "2", "--timeout", "1200"]  # room on a loaded machine
     plain = _cli(args, str(tmp_path))
     rewritten = _cli(args, str(tmp_path), rewritten_env)
     assert plain.returncode == rewritten.returncode == 1, (plain.returncode, rewritten.returncode, rewritten.stderr)
     a, b = json.loads(plain.stdout), json.loads(rewritten.stdout)
     found = [f for s in b["scripts"] for f in s["findings"]]
-    assert len(found) > 40 and all(_rewritten(f["message"]) for f in found)  # the rewrite reached the workers
+    assert len(found) >= 25 and all(_rewritten(f["message"]) for f in found)  # the rewrite reached the workers
     assert {f["kind"] for f in found} >= {"python-number", "pageable-copy"}  # the kinds the decisions read
     assert [(s["path"], s["status"], s["errors"]) for s in a["scripts"]] == [
         (s["path"], s["status"], s["errors"]) for s in b["scripts"]]
@@ -132,11 +165,15 @@ def test_capture_on_cpu_is_the_same_with_every_message_rewritten(rewritten_env, 
     """`cgtool capture` on the CPU (the CPU analysis, the compiled step under dynamo, --piecewise's split points and
     --modules' map from the findings): the same exit code and report.json, skipped entries as records, messages
     aside."""
-    runs = []
-    for name, env in (("plain", None), ("rewritten", rewritten_env)):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def capture(name: str, env: dict[str, str] | None) -> tuple[int, dict]:
         out = tmp_path / name
         r = _cli(["capture", script, "--out", str(out), "--piecewise", "--modules", "1", "-q"], str(tmp_path), env)
-        runs.append((r.returncode, json.loads((out / "report.json").read_text())))
+        return r.returncode, json.loads((out / "report.json").read_text())
+
+    with ThreadPoolExecutor(2) as pool:  # the two runs side by side: one worker each, a core each
+        runs = list(pool.map(capture, ("plain", "rewritten"), (None, rewritten_env)))
     (code_a, a), (code_b, b) = runs
     assert code_a == code_b, (code_a, code_b)
     assert a["skipped"] and all(_rewritten(s["text"]) for s in b["skipped"]) and all(s["code"] for s in b["skipped"])

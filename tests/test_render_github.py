@@ -106,3 +106,19 @@ def test_base_dir_makes_paths_relative(tmp_path):
     result = LintResult([ScriptResult(str(script), findings=[finding("CG101", file=str(script), line=2)])])
     cmd, props, _ = annotations(render_github(result, base_dir=tmp_path))[0]
     assert props["file"] == "samples/item_sync.py"
+
+
+def test_control_characters_never_reach_the_log_raw():
+    """A message, path or error holding ESC (a screen clear), BEL, NUL, C1 or DEL was written raw into the workflow
+    command; they are written visibly (\\x1b), as the text, JSON and JUnit formats write them; tab stays."""
+    odd = "dir\x1b[2J/step\x07.py"
+    f = finding("CG101", "reads \x1b]0;title\x07 the\x00 value\x9b\x7f\tnow", file=odd, line=3)
+    result = LintResult([ScriptResult(odd, findings=[f]),
+                         ScriptResult("b.py", status="error", errors=["load failed: \x1b[31mred\x1b[0m"])])
+    out = render_github(result)
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", out), repr(out)
+    (cmd, props, msg), (_, _, err) = annotations(out)[:2]
+    assert props["file"] == "dir\\x1b[2J/step\\x07.py"
+    assert msg.startswith("reads \\x1b]0;title\\x07 the\\x00 value\\x9b\\x7f\tnow")
+    assert err == "load failed: \\x1b[31mred\\x1b[0m"
+    assert escape_data("a\x1bb\r\nc%") == "a\\x1bb%0D%0Ac%25"

@@ -83,7 +83,8 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     \b
     --nproc-per-node N: every rank captures, then times eager and replay in lockstep (the same fixed
     iterations on every rank: adaptive stopping would desynchronise the ranks' collectives); the
-    step time is the slowest rank's. Writes the merged report to cgtool-out/<stem>/ (docs/distributed.md).
+    step time is the slowest rank's. Writes the merged report to cgtool-out/<stem>/ (docs/distributed.md);
+    --out, --plot, --compare, --fail-if-slower and --sizes are not supported on ranks (a usage error).
     """
     from cgtool.commands.common import make_job
     from cgtool.commands.distributed import (capture_distributed, ranks_to_start, refuse_partial_on_ranks,
@@ -101,6 +102,12 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
         raise CgtoolError("A capture-size plan (--histogram, --batch-range) comes from a plain --sizes sweep: not with "
                           "--piecewise, --modules or --nproc-per-node.", ExitCode.USAGE)
     refuse_partial_on_ranks(piecewise, modules_depth, nproc, asked)
+    dropped = [o for o, v in (("--out", out_file), ("--plot", plot_path), ("--compare", baseline),
+                              ("--fail-if-slower", fail_if_slower), ("--sizes", sizes)) if v is not None]
+    if wants_distributed(nproc) and dropped:  # the run on ranks writes the merged report only (docs/distributed.md)
+        raise CgtoolError(f"{', '.join(dropped)} {'is' if len(dropped) == 1 else 'are'} not supported on ranks yet: "
+                          "bench on ranks writes the merged report (cgtool-out/<stem>/report.json, report.html, "
+                          "--html); leave them out.", ExitCode.USAGE)
     if wants_distributed(nproc):
         job = make_job(target, entry, CaptureSettings(warmup=warmup, replay_check=False, checks=False, timing=True,
                                                       timing_per_block=iters or 50))

@@ -12,6 +12,7 @@ import click
 from cgtool.commands.common import Number, exit_code_for, make_job, progress, script_options
 from cgtool.commands.distributed import nproc_option
 from cgtool.errors import CgtoolError, ExitCode
+from cgtool.model.job import CHECK_STEPS
 
 
 @click.command(name="capture", short_help="Warm up, capture, read the graph, check replay, time it.")
@@ -21,7 +22,7 @@ from cgtool.errors import CgtoolError, ExitCode
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=None,
               help="Output folder [default: cgtool-out/<script-stem>/].")
 @click.option("--no-replay-check", is_flag=True, help="Skip the replay-versus-eager comparison.")
-@click.option("--check-steps", "check_steps", type=Number("check_steps"), default=6, show_default=True, metavar="K",
+@click.option("--check-steps", "check_steps", type=Number("check_steps"), default=CHECK_STEPS, show_default=True, metavar="K",
               help="Consecutive steps the replay check compares from identical state (replay, pieces, module "
               "sets); the first that differs is reported. A step that advances a counter is timed in blocks of at "
               "most K calls.")

@@ -96,16 +96,24 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
 
     from cgtool.render.console import console
     from cgtool.render.distributed import dist_files, render_dist_report
-    from cgtool.render.outputs import prepare_out_dir, say_kept, write_own
+    from cgtool.render.outputs import dist_complete, own_path, prepare_out_dir, say_kept, write_own
 
+    if html_path:  # before the run, as a plain capture checks it (bench on ranks comes here first)
+        from cgtool.render.files import check_writable, refuse_input
+
+        check_writable(html_path, "--html")
+        refuse_input(html_path, "--html", {job.script: "the script"})
     stem = os.path.splitext(os.path.basename(job.script))[0]
     out_dir = prepare_out_dir(out_dir or os.path.join("cgtool-out", stem))
     report, outcome = run(job, nproc, timeout, show=not (as_json or quiet))  # failed ranks completed (the service)
     if report is None:
         sys.exit(exit_code(report, outcome))  # rank 0 writes and prints the merged report
-    complete = outcome.failure is None  # an interrupted or timed-out world keeps an existing report
+    complete = dist_complete(report, outcome.failure)  # a world that failed or stopped keeps an existing report
     kept: dict[str, str] = {}
     for name, text in dist_files(report).items():
+        if name == "report.json":  # written once, last, naming every file of the run (itself too)
+            report.outputs[name] = own_path(out_dir, name, complete)
+            continue
         report.outputs[name] = write_own(out_dir, name, text, complete, kept)
     try:
         _write_html(report, out_dir, html_path, complete, kept)

@@ -12,6 +12,7 @@ from typing import Any, Callable, Sequence
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.files.inputs import SCRIPT, check_input, read_input
 from cgtool.lint.filter import filter_findings, rule_enabled
+from cgtool.model.exit_codes import replay_not_compared
 from cgtool.model.job import CAPTURE, CaptureSettings, Job
 from cgtool.model.lint_result import ANALYSED, ERROR, LintResult, ScriptResult
 from cgtool.model.report import CAPTURE_FAILED, WORKER_FAILED, Report
@@ -251,6 +252,9 @@ def script_result(path: str, report: Report, opts: LintOptions, world_of_one: bo
         first_line = e.message.strip().splitlines()[0] if e.message.strip() else ""  # lint's errors are one line each
         ranks = " (as a world of one rank; --nproc-per-node N runs N ranks)" if world_of_one else ""
         errors.append(f"{e.phase} failed{where}: {e.label}{first_line}{_last_output(report)}{ranks}")
+    not_compared = replay_not_compared(report.replay)  # fails the script as it fails `capture` (exit_codes.py)
+    if not_compared:
+        errors.append(not_compared)
     skipped: list[str] = []
     reason = ""
     if report.device != "cuda":

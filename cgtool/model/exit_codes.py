@@ -15,9 +15,10 @@ if TYPE_CHECKING:
     from cgtool.model.finding import Finding
     from cgtool.model.partial import ModuleMap, Piecewise
     from cgtool.model.ranks import DistReport, RankResult
-    from cgtool.model.report import ErrorRecord, Report
+    from cgtool.model.report import ErrorRecord, ReplayCheck, Report
 
-__all__ = ["ExitCode", "bench_exit", "bench_partial_exit", "capture_exit", "distributed_exit", "lint_exit"]
+__all__ = ["ExitCode", "bench_exit", "bench_partial_exit", "capture_exit", "dist_has_problems", "distributed_exit",
+           "lint_exit", "replay_failed", "replay_not_compared"]
 
 # WorkerOutcome.failure values the codes read (worker/client.py, worker/launch.py)
 INTERRUPTED = "interrupted"
@@ -40,6 +41,25 @@ def _has_error_finding(findings: Iterable[Finding]) -> bool:
     return any(f.severity == "error" for f in findings)
 
 
+# ReplayCheck.status values that fail a run: replay differs from eager, or the check could not compare them
+REPLAY_FAILED = ("mismatch", "error")
+
+
+def replay_failed(replay: ReplayCheck | None) -> bool:
+    """A replay check that found replay differing from eager ("mismatch") or could not compare the two ("error"):
+    a problem (exit 1) for `capture`, `lint`, `cgtool.check`/`assert_capturable` and a run on ranks alike."""
+    return replay is not None and replay.status in REPLAY_FAILED
+
+
+def replay_not_compared(replay: ReplayCheck | None) -> str:
+    """Lint's words for a replay check that could not compare (status "error": the capture worked, the check did
+    not finish), which fails the script as `capture` fails it; "" otherwise. A mismatch needs none: it is CG503,
+    an error finding (checks/capture.py)."""
+    if replay is None or not replay_failed(replay) or replay.status == "mismatch":
+        return ""
+    return f"replay check failed: {replay.note or 'replay was not compared with eager'}"
+
+
 def capture_exit(report: Report, failure: str | None) -> ExitCode:
     """`capture` (and `lint`-like runs of one report): 130 interrupted; 4 the worker failed; 2 usage; 3 environment;
     1 script errors, error findings or a replay mismatch (or a check that could not compare); 3 a CPU-only run that found nothing; 0 captured or
@@ -55,7 +75,7 @@ def capture_exit(report: Report, failure: str | None) -> ExitCode:
         return by_type
     if report.errors or _has_error_finding(report.findings):
         return ExitCode.PROBLEMS
-    if report.replay is not None and report.replay.status in ("mismatch", "error"):
+    if replay_failed(report.replay):
         return ExitCode.PROBLEMS
     if report.status == CPU_ONLY:
         return ExitCode.ENVIRONMENT
@@ -83,7 +103,7 @@ def distributed_exit(report: DistReport | None, failure: str | None, ranks: list
         return ExitCode.USAGE
     problems = (report.errors or _has_error_finding(report.all_findings())
                 or any(r.failed for r in report.ranks)
-                or any(r.replay is not None and r.replay.status in ("mismatch", "error") for r in reports if r))
+                or any(replay_failed(r.replay) for r in reports if r))
     if failure == TIMEOUT and not _has_error_finding(report.all_findings()):
         return ExitCode.WORKER  # a hang cgtool cannot explain: as a single worker's timeout
     if problems:
@@ -91,6 +111,12 @@ def distributed_exit(report: DistReport | None, failure: str | None, ranks: list
     if all(r is not None and r.status == "cpu-only" for r in reports):
         return ExitCode.ENVIRONMENT
     return ExitCode.OK
+
+
+def dist_has_problems(report: DistReport) -> bool:
+    """Whether the merged report of a run on ranks fails it (exit 1 or 2, as `distributed_exit` decides): what its
+    verdict line and page colour red. A finding that is not an error (a refuted or informational one) is none."""
+    return distributed_exit(report, None, []) in (ExitCode.PROBLEMS, ExitCode.USAGE)
 
 
 def bench_exit(errors: Iterable[ErrorRecord], measured: bool, failure: str | None, regressed: bool) -> ExitCode:

@@ -12,7 +12,10 @@ BENCH = "bench"  # careful eager-versus-replay timing
 PARTIAL = "partial"  # partial capture: the step in pieces (--piecewise), the module map (--modules DEPTH)
 KINDS = (CAPTURE, BENCH, PARTIAL)
 
-CHECK_STEPS = 6  # steps the replay-versus-eager check compares (capture/compare_runs.py)
+# Steps the replay check compares when the user does not say (--check-steps; capture/compare_runs.py): enough for
+# a training step's optimizer moments, momentum, scheduler, BatchNorm and step counters to move from step to step
+# (the ResNet plan of issue 36 matched eager for two steps and differed from the third).
+CHECK_STEPS = 6
 COMPILED_STEADY = 8  # iterations after warmup in a compiled run: recording on the 2nd call, re-records within a few more
 # bench measures at least this long before calling a run converged: the host's slow spells last seconds, and a run
 # that converges within one of them (0.25 s on the MLP sample) would have no full-speed block to compare with.

@@ -126,8 +126,9 @@ def render_cpu_analysis(report: Report, out: Console) -> None:
 
 
 def _has_problems(report: Report) -> bool:
-    bad_replay = report.replay is not None and report.replay.status in ("mismatch", "error")
-    return bad_replay or bool(report.errors) or any(f.severity == "error" for f in report.findings)
+    from cgtool.model.exit_codes import replay_failed
+
+    return replay_failed(report.replay) or bool(report.errors) or any(f.severity == "error" for f in report.findings)
 
 
 def graph_table(g: Graph) -> Table:

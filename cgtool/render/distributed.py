@@ -10,20 +10,23 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from cgtool.model.exit_codes import dist_has_problems, replay_failed
 from cgtool.model.ranks import DistReport
 from cgtool.model.rules import CROSS_RANK_RULES, WORLD_OF_ONE
 from cgtool.render.units import fmt_us
 
 
 def verdict_line(report: DistReport) -> str:
+    """One line for the run: the step's speedup when every rank was timed, then whatever fails it — ranks that
+    diverged or did not capture, a replay check that failed on a rank that captured — never hidden by the speedup."""
     s = report.step
     n = report.world_size
     ranks = f"{n} rank{'s' if n != 1 else ''}"
-    if s.get("speedup"):
-        return (f"{ranks} captured; step (slowest rank) eager {fmt_us(s['eager_us'])} → replay "
-                f"{fmt_us(s['replay_us'])}: {s['speedup']:.1f}× faster")
     captured = [r for r in report.ranks if r.report is not None and r.report.status == "captured"]
     parts = []
+    if s.get("speedup"):
+        parts.append(f"{ranks} captured; step (slowest rank) eager {fmt_us(s['eager_us'])} → replay "
+                     f"{fmt_us(s['replay_us'])}: {s['speedup']:.1f}× faster")
     apart = next((r.divergence for r in report.ranks if r.divergence), None)
     if apart:
         parts.append(f"the ranks' collectives diverge at collective #{int(apart.get('index', 0)) + 1} (CG601); "
@@ -31,12 +34,13 @@ def verdict_line(report: DistReport) -> str:
     uncaptured = [r.rank for r in report.ranks if r not in captured and r.failed]
     if uncaptured:
         parts.append(f"rank(s) {', '.join(map(str, uncaptured))} of {n} did not capture")
-    if captured:
+    if captured and not s.get("speedup"):
         parts.append(f"rank(s) {', '.join(str(r.rank) for r in captured)} captured")
     for r in captured:  # a rank that captured is captured, whatever the replay check or a later phase says
         rep = r.report
         assert rep is not None
-        if rep.replay is not None and rep.replay.status in ("mismatch", "error"):
+        if replay_failed(rep.replay):
+            assert rep.replay is not None
             what = "differs from eager" if rep.replay.status == "mismatch" else f"check failed: {rep.replay.note}"
             parts.append(f"rank {r.rank}: replay {what}")
         elif rep.errors:
@@ -86,7 +90,7 @@ def render_dist_report(report: DistReport, out: Console, quiet: bool = False) ->
             render_errors(r.report.errors, out)
     if report.world_size == 1:
         out.print(f"[yellow]Not checked in a world of one rank ({WORLD_OF_ONE}): {', '.join(CROSS_RANK_RULES)}[/]")
-    problems = bool(findings or report.errors) or any(r.failed for r in report.ranks)
+    problems = dist_has_problems(report)  # the exit code's decision (model/exit_codes.py)
     out.print(f"[bold {'red' if problems else 'green'}]{escape(verdict_line(report))}[/]")
 
 

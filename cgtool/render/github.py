@@ -1,7 +1,8 @@
 """`cgtool lint --format github`: GitHub Actions workflow commands that annotate the offending lines.
 
 Each finding becomes `::error file=F,line=N,title=CG101 sync::message` (warning/notice by severity),
-escaped as the Actions toolkit does; a plain summary line follows.
+escaped as the Actions toolkit does (other control characters written visibly, as `\\x1b`); a plain summary
+line follows.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from pathlib import Path
 
 from cgtool.errors import interrupted
 from cgtool.model.lint_result import LintResult
+from cgtool.render.console import escape_controls
 from cgtool.render.paths import display_path
 from cgtool.render.text import summary_line
 
@@ -17,8 +19,10 @@ COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def escape_data(s: str) -> str:
-    """Escape a command's message (the text after `::`)."""
-    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Escape a command's message (the text after `::`): `%`, CR and LF as the Actions toolkit does, then every
+    other control character (ESC, BEL, NUL, C1, DEL: a script's or kernel's name may hold them) written as a
+    visible `\\x1b`, as every other format writes them (render/console.escape_controls); tab stays."""
+    return escape_controls(s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def escape_property(s: str) -> str:
@@ -55,5 +59,5 @@ def render_github(result: LintResult, *, base_dir: str | Path | None = None) -> 
     if result.interrupted:
         lines.append(workflow_command("warning", f"{len(result.unchecked)} script(s) not checked: "
                                       f"{', '.join(result.unchecked)}", title=f"cgtool lint was {interrupted(result.stop)}"))
-    lines.append(f"cgtool lint: {summary_line(result)}")
+    lines.append(f"cgtool lint: {escape_controls(summary_line(result))}")
     return "\n".join(lines) + "\n"

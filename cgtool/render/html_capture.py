@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from cgtool.model.exit_codes import replay_failed
 from cgtool.model.report import CAPTURED, COMPILED, CPU_ONLY, CPU_SKIPPED, Report
 from cgtool.render.capture import evidence_line, verdict_line
 from cgtool.render.environment import describe
@@ -32,7 +33,7 @@ def verdict_kind(report: Report) -> str:
     if report.status == CPU_ONLY:
         return "bad" if any(f.severity == "error" for f in report.findings) else "cpu"
     bad = (report.errors or any(f.severity == "error" for f in report.findings)
-           or (report.replay is not None and report.replay.status in ("mismatch", "error")))
+           or replay_failed(report.replay))
     return "ok" if report.status in (CAPTURED, COMPILED) and not bad else "bad"
 
 

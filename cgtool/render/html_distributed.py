@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from cgtool.model.exit_codes import dist_has_problems
 from cgtool.model.ranks import DistReport, RankResult
 from cgtool.model.rules import CROSS_RANK_RULES, WORLD_OF_ONE
 from cgtool.render.distributed import verdict_line
@@ -66,8 +67,7 @@ def render_distributed_html(report: DistReport, sources: Mapping[str, str] | Non
     n = report.world_size
     head = top_header(f"cgtool · {report.script}:{report.entry} on {n} rank{'s' if n != 1 else ''}",
                       f"torch.distributed.run, {report.wall_s:.1f} s · status {report.status}")
-    findings = report.all_findings()
-    problems = bool(findings or report.errors) or any(r.failed for r in report.ranks)
+    problems = dist_has_problems(report)  # the exit code's decision (model/exit_codes.py)
     body = [verdict(verdict_line(report), "bad" if problems else "cpu" if report.status == "cpu-only" else "ok"),
             section("Ranks", table(["rank", "status", "ended", "nodes", "kernels", "NCCL kernels", "eager", "replay",
                                     "speedup"], _rank_rows(report), numeric=(3, 4, 6, 7, 8)), "ranks")]

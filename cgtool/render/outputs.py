@@ -15,12 +15,15 @@ import json
 import os
 import shutil
 import tempfile
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.report import Report
 from cgtool.model.report_parts import OUTPUT_FILE, Skip
 from cgtool.render.files import failed_path, write_output
+
+if TYPE_CHECKING:
+    from cgtool.model.ranks import DistReport
 
 Put = Callable[[str, "str | bytes"], str]  # write one of cgtool's files in the output folder, return its path
 
@@ -45,15 +48,28 @@ def run_complete(report: Report, failure: str | None) -> bool:
     return failure is None and report.status not in (SCRIPT_ERROR, WORKER_FAILED)
 
 
+def dist_complete(report: DistReport, failure: str | None) -> bool:
+    """Whether a run on ranks got to the end: the launcher neither failed, timed out nor was interrupted, and every
+    rank's run was complete (`run_complete`): a world where a rank's script raised, or a rank wrote no report,
+    keeps the files of an earlier run (its own go beside them, as report.failed.json)."""
+    return failure is None and bool(report.ranks) and all(
+        r.report is not None and run_complete(r.report, None) for r in report.ranks)
+
+
+def own_path(out_dir: str, name: str, complete: bool) -> str:
+    """Where `write_own` writes cgtool's file `name`: in `out_dir`, or beside an existing file under its failed
+    name (report.failed.json) when the run did not complete."""
+    path = os.path.join(out_dir, name)
+    return failed_path(path) if not complete and os.path.lexists(path) and not os.path.isdir(path) else path
+
+
 def write_own(out_dir: str, name: str, data: str | bytes, complete: bool = True,
               kept: dict[str, str] | None = None) -> str:
     """Write cgtool's file `name` in `out_dir` (a folder inside it made as needed); an incomplete run writes an
     existing file's failed name instead and records it in `kept`. Returns the path written."""
-    path = os.path.join(out_dir, name)
-    if not complete and os.path.lexists(path) and not os.path.isdir(path):
-        path = failed_path(path)
-        if kept is not None:
-            kept[name] = path
+    path = own_path(out_dir, name, complete)
+    if path != os.path.join(out_dir, name) and kept is not None:
+        kept[name] = path
     try:
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     except OSError as exc:  # the folder removed and a file put in its place, or made read-only, mid-run
@@ -121,9 +137,9 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True, complet
         _write_piece_dots(report, put, written)
     if report.modules is not None:
         _write_plan(report, put, written)
-    report_path = os.path.join(out_dir, "report.json")
-    if not complete and os.path.lexists(report_path):
-        report_path = kept["report.json"] = failed_path(report_path)
+    report_path = own_path(out_dir, "report.json", complete)
+    if report_path != os.path.join(out_dir, "report.json"):
+        kept["report.json"] = report_path
     if html:
         _write_html(report, put, written, report_path)
     report.outputs = {**written, "report.json": report_path}

@@ -16,7 +16,7 @@ from typing import Any, Callable
 from cgtool.errors import interrupted
 from cgtool.model.job import CaptureSettings, Job
 from cgtool.model.ranks import DistReport
-from cgtool.model.report import Report
+from cgtool.model.report import ReplayCheck, Report
 from cgtool.worker import gather, lifetime
 from cgtool.worker.launch import EventTail, LaunchOutcome, kill_tree, launch_env, launch_ranks, rank_result
 from cgtool.worker.merge import merge
@@ -122,9 +122,23 @@ def lint_report(job: Job, nproc: int, timeout: float, stop: threading.Event | No
     report = Report(job.script, job.entry, status=first.status if first else WORKER_FAILED,
                     device=first.device if first else "cpu")
     report.findings = dist.all_findings()
+    report.replay = _failed_replay(dist) or (first.replay if first else None)
     report.errors = list(dist.errors)
     for r in dist.ranks:
         for e in r.report.errors if r.report else ():
             report.errors.append(ErrorRecord(e.phase, e.type, f"rank {r.rank}: {e.message}", e.frames, e.cuda_error,
                                              e.passed))
     return report
+
+
+def _failed_replay(dist: DistReport) -> ReplayCheck | None:
+    """The first rank's replay check that failed (model/exit_codes.replay_failed), its note naming the rank."""
+    from dataclasses import replace
+
+    from cgtool.model.exit_codes import replay_failed
+
+    for r in dist.ranks:
+        replay = r.report.replay if r.report is not None else None
+        if replay is not None and replay_failed(replay):
+            return replace(replay, note=f"rank {r.rank}: {replay.note}")
+    return None

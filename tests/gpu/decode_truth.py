@@ -8,19 +8,13 @@ The sample is samples/decode/llama_static_cache.py's contract: setup(device) -> 
 inputs(i, device) -> {cache_position}, step(**state, **inputs) writes the next greedy token into `token`.
 State (the cache's keys, values and write counters, the token) is saved once and put back before each run."""
 
-import importlib.util
 import json
 import sys
 import time
 
 import torch
 
-
-def load(path):
-    spec = importlib.util.spec_from_file_location("sample", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from truth_common import load, side_stream_warmup
 
 
 def state_tensors(state):
@@ -60,13 +54,7 @@ def main():
         return out
 
     # warm up on a side stream, capture on it (the documented recipe, one stream), from the saved state
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for i in range(3):
-            mod.step(**state, **mod.inputs(i, dev))
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
+    side = side_stream_warmup(mod, state, dev)
     reset()
     static_pos = positions[0].clone()
     graph = torch.cuda.CUDAGraph()

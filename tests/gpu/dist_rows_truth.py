@@ -22,6 +22,8 @@ import time
 import traceback
 from datetime import timedelta
 
+from truth_common import finish, record_error
+
 
 def call(fn, **available):
     names = inspect.signature(fn).parameters
@@ -173,11 +175,8 @@ def main() -> None:
         res["speedup"] = res["eager_ms"] / res["replay_ms"] if res["replay_ms"] > 0 else None
         save("done")
     except Exception:  # noqa: BLE001
-        res["error"] = traceback.format_exc()[-1500:]
-    res["t_s"] = round(time.time() - t0, 2)
-    save()
-    sys.stdout.flush()
-    os._exit(0 if "error" not in res else 1)
+        record_error(res)
+    finish(res, t0, save)
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ import json
 import os
 import sys
 import time
-import traceback
 from datetime import timedelta
+
+from truth_common import finish, record_error
 
 
 def kernel_names(graph) -> list[str]:
@@ -108,11 +109,8 @@ def main() -> None:
         res["replay_ok"] = res["replay_sum"] == want
         res["phase"] = "done"
     except Exception:  # noqa: BLE001
-        res["error"] = traceback.format_exc()[-1500:]
-    res["t_s"] = round(time.time() - t0, 2)
-    save()
-    sys.stdout.flush()
-    os._exit(0 if "error" not in res else 1)
+        record_error(res)
+    finish(res, t0, save)
 
 
 if __name__ == "__main__":

@@ -15,19 +15,13 @@ Times: wall time of back-to-back loops; every measured item is timed in turn, ro
 loop of each is kept (other load on the machine only adds time, and it hits every item alike).
 A graph's private pool: memory_snapshot() segments whose segment_pool_id is the graph's pool()."""
 
-import importlib.util
 import json
 import sys
 import time
 
 import torch
 
-
-def load(path):
-    spec = importlib.util.spec_from_file_location("script_under_test", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from truth_common import load
 
 
 def call(mod, state, inp):
@@ -99,7 +93,7 @@ def least_loops(items, rounds=7, n=10):
 
 def main():
     what, path = sys.argv[1], sys.argv[2]
-    mod = load(path)
+    mod = load(path, "script_under_test")
     device = torch.device("cuda")
     state = mod.setup(device) if hasattr(mod, "setup") else None
     if what == "pool":

@@ -15,23 +15,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import importlib.util
 import json
 import time
 
 import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from truth_common import load, tensors_of
+
 WARMUP = 3
 TOL = {torch.float64: (1e-7, 1e-7), torch.float32: (1e-4, 1e-5), torch.float16: (1e-2, 1e-3),
        torch.bfloat16: (5e-2, 1e-2)}
-
-
-def load(path):  # noqa: ANN001, ANN201
-    spec = importlib.util.spec_from_file_location("sample", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def as_kwargs(value):  # noqa: ANN001, ANN201
@@ -41,20 +35,6 @@ def as_kwargs(value):  # noqa: ANN001, ANN201
 def run_step(mod, state, i):  # noqa: ANN001, ANN201
     inp = mod.inputs(i, torch.device("cuda")) if hasattr(mod, "inputs") else {}
     return mod.step(**state, **inp)
-
-
-def tensors_of(state):  # noqa: ANN001, ANN201
-    """Every state tensor, named: parameters and buffers of modules, optimizer state, plain tensors."""
-    out = {}
-    for name, v in state.items():
-        if isinstance(v, torch.nn.Module):
-            out.update({f"{name}.{k}": t for k, t in v.state_dict(keep_vars=True).items()})
-        elif isinstance(v, torch.optim.Optimizer):
-            for j, st in enumerate(v.state.values()):
-                out.update({f"{name}.state[{j}].{k}": t for k, t in st.items() if isinstance(t, torch.Tensor)})
-        elif isinstance(v, torch.Tensor):
-            out[name] = v
-    return out
 
 
 def record_calls(mod, state, paths):  # noqa: ANN001, ANN201

@@ -9,7 +9,6 @@ noforeach, zero (zero_grad(set_to_none=False)). Prints `PROBE {json}`."""
 import contextlib
 import copy
 import functools
-import importlib.util
 import json
 import sys
 import warnings
@@ -20,6 +19,8 @@ ROOT = __file__.rsplit("/tests/", 1)[0]
 sys.path.insert(0, ROOT)
 from cgtool.render.plan import HELPER  # noqa: E402  (the helper text the plan pastes: plain PyTorch)
 
+from truth_common import load
+
 VIEWS = '''
 def graph_module(module, args, kwargs=None, backward=True, _inner=graph_module):
     # every parameter's AccumulateGrad node made now, on the stream the step will run on, and held while capturing
@@ -29,13 +30,6 @@ def graph_module(module, args, kwargs=None, backward=True, _inner=graph_module):
     finally:
         del held
 '''
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location("sample", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def main():

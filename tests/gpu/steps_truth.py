@@ -11,36 +11,17 @@ it is outside the dtype's tolerance and more than 4x what the two eager runs dif
 from the second step on, tensors eager did not repeat are judged together (the run's root-sum-square difference
 within 4x eager's own). The first step that differs and its tensors are reported."""
 
-import importlib.util
 import json
 import sys
 
 import torch
 from torch.utils._pytree import tree_flatten
 
+from truth_common import load, side_stream_warmup, tensors_of
+
 NOISE_FACTOR = 4.0  # replay may differ from eager by 4x what two eager runs differ by (as cgtool)
 TOL = {torch.float64: (1e-7, 1e-7), torch.float32: (1e-4, 1e-5), torch.float16: (1e-2, 1e-3),
        torch.bfloat16: (5e-2, 1e-2)}
-
-
-def load(path):
-    spec = importlib.util.spec_from_file_location("sample", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def tensors_of(state):
-    out = {}
-    for name, v in state.items():
-        if isinstance(v, torch.nn.Module):
-            out.update({f"{name}.{k}": t for k, t in v.state_dict(keep_vars=True).items()})
-        elif isinstance(v, torch.optim.Optimizer):
-            for j, st in enumerate(v.state.values()):
-                out.update({f"{name}.state[{j}].{k}": t for k, t in st.items() if isinstance(t, torch.Tensor)})
-        elif isinstance(v, torch.Tensor):
-            out[name] = v
-    return out
 
 
 def differ(a, b):
@@ -57,13 +38,7 @@ def main():
     k = int(sys.argv[2]) if len(sys.argv) > 2 else 6
     dev = torch.device("cuda")
     state = mod.setup(dev)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for i in range(3):
-            mod.step(**state, **mod.inputs(i, dev))
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
+    side = side_stream_warmup(mod, state, dev)
     static = mod.inputs(3, dev)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=side):
