@@ -77,7 +77,8 @@ def run_to_capture(script: Script, device: Any, settings: dict[str, Any], log: P
             static_inputs = script.call_inputs(n_warm, device, size)
         except Exception as exc:
             raise ScriptRaised("inputs", exc) from None
-        captured = capture(script, state, static_inputs, stream, mode, analysis, pool)
+        captured = capture(script, state, static_inputs, stream, mode, analysis, pool,
+                           trace=bool(settings.get("alloc_trace")))
     return captured
 
 
@@ -103,10 +104,15 @@ def warmup(script: Script, state: Args, device: Any, n: int, stream: Any, analys
 
 
 def capture(script: Script, state: Args, static_inputs: Args | None, stream: Any, mode: str,
-            analysis: Any = None, pool: Any = None) -> Captured:
+            analysis: Any = None, pool: Any = None, trace: bool = False) -> Captured:
     """Capture one call of step on `stream` (into `pool` when given); raise CaptureFailed naming the user's
-    line. The graph's memory is read from the allocator afterwards (cgtool.capture.memory)."""
+    line. The graph's memory is read from the allocator afterwards (cgtool.capture.memory); with `trace`, also
+    the capture's allocations and frees (a bench sweep's shared-pool model, cgtool/bench/pool_model.py)."""
+    import dataclasses
+
     import torch
+
+    from cgtool.capture.memory import AllocationTrace
 
     graph = torch.cuda.CUDAGraph(keep_graph=True)
     torch.cuda.synchronize()
@@ -114,15 +120,20 @@ def capture(script: Script, state: Args, static_inputs: Args | None, stream: Any
     torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     out = None
+    recorder = AllocationTrace(stream)
     try:
         with analysis.iteration("capture", static_inputs) if analysis is not None else nullcontext():
-            with torch.cuda.graph(graph, pool=pool, stream=stream, capture_error_mode=mode):
-                out = script.call_step(state, static_inputs)
+            with recorder if trace else nullcontext():
+                with torch.cuda.graph(graph, pool=pool, stream=stream, capture_error_mode=mode):
+                    out = script.call_step(state, static_inputs)
     except Exception as exc:
         raise CaptureFailed(capture_error(exc, analysis)) from None
     ms = (time.perf_counter() - t0) * 1e3
     peak = max(0, torch.cuda.max_memory_allocated() - allocated)
-    return Captured(graph, stream, state, static_inputs, out, ms, graph_memory(graph, static_inputs, out, peak))
+    memory = graph_memory(graph, static_inputs, out, peak)
+    if memory is not None and recorder.trace is not None:
+        memory = dataclasses.replace(memory, alloc_trace=recorder.trace)
+    return Captured(graph, stream, state, static_inputs, out, ms, memory)
 
 
 def graph_memory(graph: Any, static_inputs: Any, out: Any, peak: int | None) -> GraphMemory | None:

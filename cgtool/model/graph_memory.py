@@ -6,9 +6,14 @@ A graph's private pool is the set of allocator segments whose `segment_pool_id` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+# One allocator event of a capture: (block, bytes, stream) for an allocation (bytes as requested, > 0), (block, 0,
+# stream) for its free. Blocks are numbered in allocation order from 0; stream 0 is the capture stream.
+Event = tuple[int, int, int]
+Trace = tuple[Event, ...]
 
 
 def pool_from_segments(segments: Iterable[dict[str, Any]], pool_id: tuple[int, int]) -> tuple[int, int]:
@@ -36,6 +41,9 @@ class GraphMemory:
     # the pool of the same step captured as PyTorch's docs show it (warmup on a side stream, then torch.cuda.graph
     # on its own capture stream): cuBLAS makes a workspace for a stream it has not seen, inside the pool
     recipe_pool_reserved: int | None = None
+    # the allocations and frees the capture made (bench sweeps only: cgtool/bench/pool_model.py predicts a shared
+    # pool from them); JSON "alloc_trace": [block, bytes, stream] per allocation, [block] per free
+    alloc_trace: Trace | None = None
 
     @property
     def recipe_extra(self) -> int | None:
@@ -45,14 +53,33 @@ class GraphMemory:
     def to_json(self) -> dict[str, Any]:
         return {"pool_reserved": self.pool_reserved, "pool_allocated": self.pool_allocated,
                 "static_input_bytes": self.static_input_bytes, "static_output_bytes": self.static_output_bytes,
-                "capture_peak_bytes": self.capture_peak_bytes, "recipe_pool_reserved": self.recipe_pool_reserved}
+                "capture_peak_bytes": self.capture_peak_bytes, "recipe_pool_reserved": self.recipe_pool_reserved,
+                **({"alloc_trace": trace_to_json(self.alloc_trace)} if self.alloc_trace is not None else {})}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> GraphMemory:
         peak, recipe = d.get("capture_peak_bytes"), d.get("recipe_pool_reserved")
         return cls(int(d["pool_reserved"]), int(d["pool_allocated"]), int(d.get("static_input_bytes", 0)),
                    int(d.get("static_output_bytes", 0)), None if peak is None else int(peak),
-                   None if recipe is None else int(recipe))
+                   None if recipe is None else int(recipe),
+                   trace_from_json(d["alloc_trace"]) if d.get("alloc_trace") is not None else None)
+
+
+def trace_to_json(trace: Sequence[Event]) -> list[list[int]]:
+    """[block, bytes, stream] per allocation, [block] per free (its stream is the allocation's)."""
+    return [[b, n, s] if n > 0 else [b] for b, n, s in trace]
+
+
+def trace_from_json(data: Sequence[Sequence[int]]) -> Trace:
+    streams: dict[int, int] = {}
+    out: list[Event] = []
+    for e in data:
+        if len(e) == 3 and int(e[1]) > 0:
+            streams[int(e[0])] = int(e[2])
+            out.append((int(e[0]), int(e[1]), int(e[2])))
+        else:
+            out.append((int(e[0]), 0, streams.get(int(e[0]), 0)))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -75,4 +102,4 @@ class SharedPool:
                    float(d["capture_ms"]), int(d["separate_reserved"]))
 
 
-__all__ = ["GraphMemory", "SharedPool", "pool_from_segments"]
+__all__ = ["Event", "GraphMemory", "SharedPool", "Trace", "pool_from_segments", "trace_from_json", "trace_to_json"]

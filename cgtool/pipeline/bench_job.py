@@ -36,9 +36,11 @@ def bench_job(job: Job, progress: PhaseLog) -> dict[str, Any]:
         if sizes != [None] and not script.accepts_size():
             raise CgtoolError(f"--sizes needs setup(device, size) or inputs(i, device, size) in {job.script}; "
                               "neither takes a `size` parameter.")
+        # a sweep records each size's capture allocations: the plan's shared-pool model (bench/pool_model.py)
+        per_size = {**settings, "alloc_trace": True} if len(sizes) > 1 else settings
         for size in sizes:
             try:
-                results.append(bench_one(script, size, settings, progress))
+                results.append(bench_one(script, size, per_size, progress))
             except ScriptRaised as exc:
                 errors.append(error_record(exc.phase, exc.exc))
             except CaptureFailed as failed:
