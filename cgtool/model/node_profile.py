@@ -10,6 +10,7 @@ from typing import Any
 from cgtool.graph.model import Graph
 from cgtool.graph.node_align import ReplayTimes, event_key, match, node_key, timed_nodes
 from cgtool.model.frame import Frame
+from cgtool.model.replay_slower import SlowerLine
 from cgtool.model.timeline import Timeline
 from cgtool.model.trace import OpRecord
 
@@ -100,6 +101,7 @@ class NodeProfile:
     kernels_mapped: int = 0  # of them, with a user line
     eager: list[EagerLine] = field(default_factory=list)  # launch-bound lines, most CPU time over replay first
     timeline: Timeline | None = None  # the profiled replays and eager step, event by event (timeline.json)
+    slower: list[SlowerLine] = field(default_factory=list)  # lines slower in replay than eager (model/replay_slower.py)
 
     @property
     def timed_us(self) -> float:
@@ -137,6 +139,7 @@ class NodeProfile:
                 "timed_us": round(self.timed_us, 3), "unmatched_events": self.unmatched_events,
                 "kernels": self.kernels, "kernels_mapped": self.kernels_mapped,
                 "eager_lines": [e.to_json() for e in self.eager],
+                "replay_slower_lines": [e.to_json() for e in self.slower],
                 **({"timeline": self.timeline.to_json()} if self.timeline is not None else {})}
 
     @classmethod
@@ -145,7 +148,8 @@ class NodeProfile:
                    dict(d.get("unmapped", {})), int(d.get("replays", 0)), float(d.get("replay_us", 0.0)),
                    int(d.get("unmatched_events", 0)), int(d.get("kernels", 0)), int(d.get("kernels_mapped", 0)),
                    [EagerLine.from_json(e) for e in d.get("eager_lines", ())],
-                   Timeline.from_json(d["timeline"]) if d.get("timeline") else None)
+                   Timeline.from_json(d["timeline"]) if d.get("timeline") else None,
+                   slower=[SlowerLine.from_json(e) for e in d.get("replay_slower_lines", ())])
 
 
 # One row per aten op seen while capturing: (index of the traced op, op name, node count before, after, module path)
