@@ -186,4 +186,4 @@ class PoolModel:
 
 
 __all__ = ["Event", "PoolModel", "PoolSimulator", "Trace", "interpolate", "round_size", "same_shape", "segment_size",
-           "shared_pool_bytes", "trace_from_json", "trace_to_json"]
+           "shared_pool_bytes"]

@@ -97,11 +97,10 @@ class AllocationTrace:
     def __enter__(self) -> AllocationTrace:
         import torch
 
-        try:
-            torch.cuda.memory._record_memory_history(enabled=None)  # clears what an earlier recording kept
-            torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python")
+        try:  # a fresh history (clear_history): entries of an earlier recording would read as this capture's
+            torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", clear_history=True)
             self._on = True
-        except Exception:  # noqa: BLE001 - a torch without allocator history: no trace, the figures stand
+        except Exception:  # noqa: BLE001 - a torch without allocator history (or without clear_history): no trace
             self._on = False
         return self
 

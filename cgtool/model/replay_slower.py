@@ -14,14 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from cgtool.graph.model import Graph
 from cgtool.graph.names import short_name
 from cgtool.graph.node_align import event_key, match, node_key, timed_nodes
-
-if TYPE_CHECKING:
-    from cgtool.model.node_profile import NodeProfile
 
 RATIO = 1.3  # replay at least this many times eager's GPU time on the line ...
 MIN_US = 10.0  # ... and at least this many µs more: one profiled eager step against the median of 5 replays
@@ -65,10 +62,10 @@ class SlowerLine:
                    tuple(d.get("eager_kernels", ())), tuple(d.get("replay_kernels", ())))
 
 
-def slower_lines(profile: NodeProfile, graph: Graph, kernels: Sequence[tuple[str, str, float, int]],
+def slower_lines(profile: Any, graph: Graph, kernels: Sequence[tuple[str, str, float, int]],
                  ratio: float = RATIO, min_us: float = MIN_US) -> list[SlowerLine]:
     """The lines slower in replay than in one profiled eager step (`kernels`: name, cat, µs, op, in GPU order),
-    most extra time first."""
+    most extra time first. `profile`: the NodeProfile (cgtool/model/node_profile.py, which imports this module)."""
     nodes = timed_nodes(graph)
     got = match([node_key(n) for n in nodes], [event_key(name, cat) for name, cat, _, _ in kernels])
     source = {n.node: (n.lib if n.lib >= 0 else n.frame, n.us or 0.0) for n in profile.nodes}

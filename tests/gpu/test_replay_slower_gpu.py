@@ -1,0 +1,53 @@
+"""Issue 36 on the GPU: a line whose work takes longer in replay than in eager, shown by `cgtool capture`.
+
+Truth first: tests/gpu/slower_truth.py captures samples/replay_slower/wav2vec2_inference.py in plain PyTorch and
+profiles replays and one eager step: the kernels only one side ran (the cuDNN algorithm chosen differently while
+capturing) and their GPU time. Against it: capture's console table "lines slower in replay than eager" and
+report.json's node_lines.replay_slower_lines name the positional convolution's line with both sides' kernels."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+from gpu.runs import WORK, cgtool_run, read_json, save_artifact
+
+pytestmark = pytest.mark.gpu
+SAMPLE = "samples/replay_slower/wav2vec2_inference.py"
+
+
+def truth(script: str, benchmark: bool = False) -> dict:
+    r = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gpu", "slower_truth.py"), script,
+                        "1" if benchmark else "0"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_the_line_slower_in_replay_is_shown(measured):
+    real = truth(SAMPLE)
+    save_artifact("issue36-slower.json", json.dumps({"default": real, "cudnn.benchmark": truth(SAMPLE, True)}))
+    measured("plain PyTorch: kernels only one side ran", only_eager=real["only_eager"], only_replay=real["only_replay"],
+             conv=real["conv"], eager_us=real["eager_us"], replay_us=real["replay_us"])
+    assert real["match"]
+    # the reproduction: replay runs other kernels than eager, and they take longer
+    assert real["only_replay"] and real["only_replay_us"] > 1.3 * real["only_eager_us"], real
+    out = os.path.join(WORK, "issue36", "slower")
+    r = cgtool_run("capture", SAMPLE, "--out", out, timeout=400)
+    save_artifact("issue36-slower-capture.txt", r.stdout + r.stderr)
+    report = read_json(os.path.join(out, "report.json")) or {}
+    rows = (report.get("node_lines") or {}).get("replay_slower_lines") or []
+    frames = (report.get("node_lines") or {}).get("frames") or []
+    shown = [(frames[x["frame"]]["file"].rsplit("/", 1)[-1], frames[x["frame"]]["line"], frames[x["frame"]]["source"],
+              x["eager_us"], x["replay_us"], x["cause"], x["eager_kernels"], x["replay_kernels"]) for x in rows]
+    measured("cgtool capture: replay_slower_lines", rows=shown)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
+    assert "lines slower in replay than eager" in r.stdout
+    assert rows, r.stdout[-3000:]
+    top = shown[0]
+    assert "conv" in top[2] and top[5] == "other kernels", shown
+    assert top[4] >= 1.3 * top[3]
