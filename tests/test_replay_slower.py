@@ -50,12 +50,27 @@ def test_same_kernels_slower_beyond_noise_only() -> None:
     assert slower_lines(profile(50.0), GRAPH, eager) == []
 
 
-def test_a_gap_of_several_lines_gives_no_eager_time() -> None:
-    """Eager kernels that match no node between nodes of two lines belong to neither: both lines have no eager
-    time, so neither is called slower."""
+def test_a_stretch_of_other_kernels_over_several_lines_counts_for_the_line_of_most_replay_time() -> None:
+    """Eager kernels that match no node between nodes of two lines: the whole stretch (both sides) counts for the
+    line with most replay time in it, which names the other line; the lines' matched kernels count as before."""
     eager = [("other_a", "kernel", 5.0, 0), ("other_b", "kernel", 5.0, 1), ("gemm", "kernel", 30.0, 2)]
-    graph_times = profile(199.0, norm_us=80.0)
-    assert slower_lines(graph_times, GRAPH, eager) == []
+    rows = slower_lines(profile(199.0, norm_us=80.0), GRAPH, eager)
+    assert [(r.frame, r.eager_us, r.replay_us, r.spans) for r in rows] == [(0, 10.0, 279.0, (1,))]
+    assert rows[0].eager_kernels == ("other_a", "other_b")
+    assert rows[0].replay_kernels == ("implicit_gemm_conv", "layer_norm")
+    p = profile(199.0, norm_us=80.0)
+    p.slower = rows
+    assert "also holds step.py:11" in slower_causes(p)[0]
+
+
+def test_eager_kernels_beside_no_node_count_for_the_line_before() -> None:
+    """Eager kernels between two matched pairs with no node between them count for the matched node's line before
+    them: the conv line ran its work in two kernels eagerly and one in replay, not slower (seen on wav2vec2's
+    convolutions on an H200, which the replay-only nodes of a later stretch otherwise made look 4x slower)."""
+    eager = [("implicit_gemm_conv", "kernel", 50.0, 0), ("extra", "kernel", 40.0, 0), ("layer_norm", "kernel", 20.0, 1),
+             ("gemm", "kernel", 30.0, 2)]
+    assert slower_lines(profile(80.0), GRAPH, eager) == []
+    assert slower_lines(profile(200.0), GRAPH, eager)[0].eager_us == 90.0
 
 
 def test_json_and_console() -> None:
@@ -71,3 +86,36 @@ def test_json_and_console() -> None:
     assert "step.py:10" in text and "85 µs" in text and "2.34×" in text and OTHER_KERNELS in text
     assert slower_causes(p)[0].startswith("step.py:10: replay runs other kernels (implicit_gemm_conv)")
     assert SlowerLine.from_json(p.slower[0].to_json()) == p.slower[0]
+
+
+def recorded(name: str):
+    """(profile, graph, eager kernels) of a fixture recorded on an H100 (tests/gpu/record_nodes.py)."""
+    import gzip
+    import json
+    import os
+
+    from cgtool.model.node_profile import rows_from_ops
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "nodes", f"{name}.nodes.json.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        fx = json.load(fh)
+    graph = Graph.from_json(fx["graph"])
+    frames = [Frame.from_json(f) for f in fx["trace"]["frames"]]
+    ops = [OpRecord.from_json(o) for o in fx["trace"]["ops"]]
+    replays = [[(e[0], e[1], float(e[2])) for e in r] for r in fx["replays"]]
+    p = node_profile(graph, frames, ops, rows_from_ops(ops, len(graph.nodes)), replay_times(graph, replays))
+    return p, graph, [tuple(k) for k in fx["eager"]["kernels"]]
+
+
+def test_recorded_llama_mask_is_built_only_under_capture() -> None:
+    """hf_llama_infer and hf_gpt2_train recorded on an H100: transformers' masking_utils.py:189 runs other kernels
+    while capturing (it builds the mask with arange and compares) than eagerly (a check, compare and reduce), and
+    more GPU time; the MLP, ResNet and BERT recordings run the same kernels and list no line."""
+    for name in ("hf_llama_infer", "hf_gpt2_train"):
+        p, graph, kernels = recorded(name)
+        rows = slower_lines(p, graph, kernels)
+        assert [p.where(r.frame).rsplit("/", 1)[-1] for r in rows] == ["masking_utils.py:189"], name
+        assert rows[0].cause == OTHER_KERNELS and any("arange" in k for k in rows[0].replay_kernels)
+    for name in ("mlp_inference", "tv_resnet18_infer", "hf_bert_padded_infer"):
+        p, graph, kernels = recorded(name)
+        assert slower_lines(p, graph, kernels) == [], name

@@ -237,7 +237,10 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
     plans = _plans(report, plan)
     doc = report.to_json()
     if plans:
-        doc["plan"] = {"budget_bytes": plan[1], "sets": [{"label": label, **p.to_json()} for label, p in plans]}
+        from cgtool.bench.size_plan import model_of_report
+
+        doc["plan"] = {"budget_bytes": plan[1], "memory_model": model_of_report(report).memory_model,
+                       "sets": [{"label": label, **p.to_json()} for label, p in plans]}
     data = json.dumps(doc, indent=1) + "\n"
     if as_json:
         sys.stdout.write(data)

@@ -6,14 +6,14 @@ positional convolution took 199 µs in replay against 85 µs eager on an H100).
 Per line (as the capture table groups lines), eager GPU time is the time of one profiled eager step's kernels on
 that line, replay GPU time the median time of its nodes over the profiled replays. Eager kernels are given lines
 through the same match of kernels to graph nodes the launch-bound table uses (kernel identity and order,
-graph/node_align.py); an eager kernel that matched no node (another kernel than the graph holds) takes the line
-of the unmatched nodes between the matches around it, when those nodes are all of one line.
+graph/node_align.py); where the sides ran different kernels (between two matched pairs), that stretch counts on
+both sides for the line with most replay time in it (`slower_lines`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cgtool.graph.model import Graph
@@ -29,92 +29,130 @@ SAME_KERNELS = "same kernels"  # the same kernels ran longer in replay
 
 @dataclass(frozen=True)
 class SlowerLine:
-    """A line whose replay GPU time exceeds its eager GPU time beyond noise (RATIO and MIN_US), with the kernels
-    each side ran there (short names, each once, in order) and the likely cause."""
+    """A line whose replay GPU time exceeds its eager GPU time beyond noise (RATIO and MIN_US), the kernels only
+    one side ran there (short names, each once, in order; none when the same kernels ran longer), the other lines
+    the stretch where they differ spans, and the likely cause."""
 
     frame: int  # index into NodeProfile.frames
     eager_us: float
     replay_us: float
-    eager_kernels: tuple[str, ...]
-    replay_kernels: tuple[str, ...]
+    eager_kernels: tuple[str, ...]  # eager's kernels that replay does not run here
+    replay_kernels: tuple[str, ...]  # replay's kernels that eager does not run here
+    spans: tuple[int, ...] = ()  # other lines (frame indexes) inside the stretch of differing kernels
 
     @property
     def cause(self) -> str:
-        return SAME_KERNELS if sorted(self.eager_kernels) == sorted(self.replay_kernels) else OTHER_KERNELS
+        return SAME_KERNELS if not self.eager_kernels and not self.replay_kernels else OTHER_KERNELS
 
     def explain(self) -> str:
         """The likely cause, in a sentence."""
         if self.cause == SAME_KERNELS:
             return ("the same kernels ran longer in replay (not an algorithm choice: their inputs' placement in the "
                     "graph's pool, or work running beside them)")
-        return (f"replay runs other kernels ({', '.join(self.replay_kernels) or 'none'}) than eager "
-                f"({', '.join(self.eager_kernels) or 'none'}): the library chose another algorithm while capturing "
-                "(cuDNN or cuBLAS heuristics see a capturing stream, or another workspace)")
+        return (f"replay runs other kernels ({_few(self.replay_kernels)}) than eager ({_few(self.eager_kernels)}): "
+                "code took another path while capturing (a library that checks "
+                "torch.cuda.is_current_stream_capturing(), or cuDNN/cuBLAS choosing another algorithm)")
 
     def to_json(self) -> dict[str, Any]:
         return {"frame": self.frame, "eager_us": round(self.eager_us, 3), "replay_us": round(self.replay_us, 3),
                 "eager_kernels": list(self.eager_kernels), "replay_kernels": list(self.replay_kernels),
-                "cause": self.cause}
+                "spans": list(self.spans), "cause": self.cause}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SlowerLine:
         return cls(int(d["frame"]), float(d["eager_us"]), float(d["replay_us"]),
-                   tuple(d.get("eager_kernels", ())), tuple(d.get("replay_kernels", ())))
+                   tuple(d.get("eager_kernels", ())), tuple(d.get("replay_kernels", ())),
+                   tuple(int(x) for x in d.get("spans", ())))
 
 
 def slower_lines(profile: Any, graph: Graph, kernels: Sequence[tuple[str, str, float, int]],
                  ratio: float = RATIO, min_us: float = MIN_US) -> list[SlowerLine]:
     """The lines slower in replay than in one profiled eager step (`kernels`: name, cat, µs, op, in GPU order),
-    most extra time first. `profile`: the NodeProfile (cgtool/model/node_profile.py, which imports this module)."""
+    most extra time first. `profile`: the NodeProfile (cgtool/model/node_profile.py, which imports this module).
+
+    Matched pairs (the same kernel both sides) count for the node's line on both sides. Between two consecutive
+    matched pairs, the unmatched nodes and the unmatched eager kernels are one gap, the place where the two sides
+    ran different kernels; a gap counts wholly (both sides) for the line of most replay time among its nodes, and
+    names the other lines it spans; eager kernels where replay has no node count for the line of the matched node
+    before them. So each side's time on a line covers the same stretch of the step, and every eager kernel after
+    the first match has a line."""
     nodes = timed_nodes(graph)
     got = match([node_key(n) for n in nodes], [event_key(name, cat) for name, cat, _, _ in kernels])
     source = {n.node: (n.lib if n.lib >= 0 else n.frame, n.us or 0.0) for n in profile.nodes}
     lines = [source.get(n.id, (-1, 0.0))[0] for n in nodes]
-    owner: list[int] = [-1] * len(kernels)  # each eager kernel's line
+    node_us = [source.get(n.id, (-1, 0.0))[1] for n in nodes]
+    rows: dict[int, _Row] = {}
+
+    def row(line: int) -> _Row:
+        return rows.setdefault(line, _Row())
+
     for i, j in enumerate(got):
-        if j is not None:
-            owner[j] = lines[i]
-    for j, line in _gap_lines(got, lines, len(kernels)).items():
-        owner[j] = line
-    eager: dict[int, list[Any]] = {}
-    replay: dict[int, list[Any]] = {}
-    for j, (name, _cat, us, _op) in enumerate(kernels):
-        if owner[j] >= 0:
-            row = eager.setdefault(owner[j], [0.0, []])
-            row[0] += us
-            row[1].append(short_name(name, 50))
-    for node, line in zip(nodes, lines):
-        if line >= 0:
-            row = replay.setdefault(line, [0.0, []])
-            row[0] += source[node.id][1]
-            row[1].append(short_name(node.demangled or node.mangled or node.name, 50))
+        if j is not None and lines[i] >= 0:
+            row(lines[i]).add(kernels[j][2], node_us[i], (), ())
+    for gap_nodes, gap_kernels, before in _gaps(got, len(kernels)):
+        replay_by: dict[int, float] = {}
+        for i in gap_nodes:
+            if lines[i] >= 0:
+                replay_by[lines[i]] = replay_by.get(lines[i], 0.0) + node_us[i]
+        if not replay_by:  # eager kernels where replay has no node: the line of the matched node before them
+            if before >= 0 and lines[before] >= 0:
+                row(lines[before]).add(sum(kernels[j][2] for j in gap_kernels), 0.0,
+                                       [short_name(kernels[j][0], 50) for j in gap_kernels], ())
+            continue
+        main = max(replay_by, key=lambda k: (replay_by[k], -k))
+        row(main).add(sum(kernels[j][2] for j in gap_kernels), sum(replay_by.values()),
+                      [short_name(kernels[j][0], 50) for j in gap_kernels],
+                      [short_name(_name(nodes[i]), 50) for i in gap_nodes if lines[i] >= 0])
+        row(main).spans.update(k for k in replay_by if k != main)
     out = []
-    for line, (r_us, r_names) in replay.items():
-        e_us, e_names = eager.get(line, (0.0, []))
-        if e_us > 0 and r_us >= ratio * e_us and r_us - e_us >= min_us:
-            out.append(SlowerLine(line, e_us, r_us, _once(e_names), _once(r_names)))
+    for line, r in rows.items():
+        if r.eager_us > 0 and r.replay_us >= ratio * r.eager_us and r.replay_us - r.eager_us >= min_us:
+            out.append(SlowerLine(line, r.eager_us, r.replay_us, _once(r.eager_names), _once(r.replay_names),
+                                  tuple(sorted(r.spans))))
     return sorted(out, key=lambda s: -(s.replay_us - s.eager_us))
 
 
-def _gap_lines(got: Sequence[int | None], lines: Sequence[int], n_kernels: int) -> dict[int, int]:
-    """Eager kernels that matched no node -> the line of the unmatched nodes between the matched pairs around
-    them, where those nodes are all of one line (none where the gap holds no node or several lines)."""
+@dataclass
+class _Row:
+    eager_us: float = 0.0
+    replay_us: float = 0.0
+    eager_names: list[str] = field(default_factory=list)  # the kernels only one side ran (gaps)
+    replay_names: list[str] = field(default_factory=list)
+    spans: set[int] = field(default_factory=set)
+
+    def add(self, eager_us: float, replay_us: float, eager_names: Sequence[str], replay_names: Sequence[str]) -> None:
+        self.eager_us += eager_us
+        self.replay_us += replay_us
+        self.eager_names += eager_names
+        self.replay_names += replay_names
+
+
+def _name(node: Any) -> str:
+    return node.demangled or node.mangled or node.name
+
+
+def _gaps(got: Sequence[int | None], n_kernels: int) -> list[tuple[list[int], list[int], int]]:
+    """(unmatched nodes, unmatched eager kernels, the matched node before them or -1) between each two consecutive
+    matched pairs (in eager order), where either side has any."""
     pairs = sorted((j, i) for i, j in enumerate(got) if j is not None)
     anchors = [(-1, -1), *pairs, (n_kernels, len(got))]
-    matched = {j for j, _ in pairs}
-    out: dict[int, int] = {}
+    out = []
     for (j0, i0), (j1, i1) in zip(anchors, anchors[1:]):
-        gap = [j for j in range(j0 + 1, j1) if j not in matched]
-        between = {lines[i] for i in range(max(i0 + 1, 0), max(i1, 0)) if got[i] is None}
-        if gap and len(between) == 1 and -1 not in between:
-            line = between.pop()
-            for j in gap:
-                out[j] = line
+        gap_kernels = list(range(j0 + 1, j1))  # between consecutive matched kernels: all unmatched
+        gap_nodes = [i for i in range(max(i0 + 1, 0), i1) if got[i] is None]
+        if gap_kernels or gap_nodes:
+            out.append((gap_nodes, gap_kernels, i0))
     return out
 
 
 def _once(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
+
+
+def _few(names: Sequence[str], limit: int = 4) -> str:
+    if not names:
+        return "none"
+    return ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
 __all__ = ["OTHER_KERNELS", "SAME_KERNELS", "SlowerLine", "slower_lines"]

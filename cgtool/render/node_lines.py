@@ -130,5 +130,7 @@ def slower_causes(profile: NodeProfile, top: int = TOP) -> list[str]:
     out = []
     for s in profile.slower[:top]:
         f = profile.frames[s.frame]
-        out.append(f"{short_where(f.file, f.line)}: {s.explain()}")
+        spans = [short_where(profile.frames[k].file, profile.frames[k].line) for k in s.spans[:4]]
+        also = f" (the stretch where the kernels differ also holds {', '.join(spans)})" if spans else ""
+        out.append(f"{short_where(f.file, f.line)}: {s.explain()}{also}")
     return out

@@ -1,9 +1,12 @@
 """wav2vec2 inference (transformers Wav2Vec2Model, random weights, built offline): a line that runs slower in
-replay than eager. Its positional convolution (a grouped Conv1d, 128 taps, 16 groups, weight-normed) is a cuDNN
-convolution: on an H100 (torch 2.11) replay ran another kernel for it than eager did and took 199 µs against
-85 µs eager. `cgtool capture` lists the line under "lines slower in replay than eager" with the kernels each side
-ran (docs/node-lines.md). Expected: capture succeeds and replay matches eager; the speedup is smaller than it
-would be without that line.
+replay than eager. While a CUDA stream captures, transformers' masking_utils takes another path (`is_tracing()`
+holds when `torch.cuda.is_current_stream_capturing()`): it builds an explicit attention mask instead of letting
+SDPA run unmasked, and SDPA then runs its math path (sgemm, softmax) instead of the memory-efficient kernel. On an
+H200 (torch 2.11, transformers 5.17, plain PyTorch): eager 2 x 38.7 µs of fmha_cutlassF, replay 124 µs of mask and
+math-path kernels. `cgtool capture` lists the attention line under "lines slower in replay than eager" with the
+kernels each side ran (docs/node-lines.md). (On an H100 the positional convolution was reported slower too, 199 µs
+against 85 µs; on the H200 the convolutions run the same kernels both ways.) Expected: capture succeeds and replay
+matches eager; the speedup is small (the step is GPU-bound).
 """
 
 import torch
