@@ -128,7 +128,7 @@ class _Row:
 
 
 def _name(node: Any) -> str:
-    return node.demangled or node.mangled or node.name
+    return str(node.demangled or node.mangled or node.name)
 
 
 def _gaps(got: Sequence[int | None], n_kernels: int) -> list[tuple[list[int], list[int], int]]:
