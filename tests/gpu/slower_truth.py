@@ -4,8 +4,8 @@
 
 Warmup on a side stream, capture on it (cgtool's way), then torch.profiler over 5 replays and over one eager step
 (after one unprofiled): each side's kernels with their GPU time (replays: the median per kernel position). Kernels
-whose names only one side has are the algorithm the library chose differently; `only_eager` and `only_replay`
-list them with their µs, and `conv` the convolution kernels of each side. BENCHMARK=1 sets
+whose names only one side has are the path the code took differently; `only_eager` and `only_replay` list them
+with their µs, `conv` the convolution kernels of each side (and `conv_eager_us`, `conv_replay_us` their sums). BENCHMARK=1 sets
 torch.backends.cudnn.benchmark (for contrast)."""
 
 import importlib.util
@@ -39,6 +39,13 @@ def kernels(prof):
     events = data["traceEvents"] if isinstance(data, dict) else data
     ks = sorted((e for e in events if e.get("cat") == "kernel" and e.get("ph") == "X"), key=lambda e: float(e["ts"]))
     return [(e["name"], float(e.get("dur", 0))) for e in ks]
+
+
+def _conv(name):
+    """A convolution's kernels: cuDNN's implicit-GEMM fprop, cutlass fprop, FFT/winograd convs and the layout
+    transforms cuDNN runs around them."""
+    low = name.lower()
+    return any(t in low for t in ("conv", "fprop", "nchwtonhwc", "nhwctonchw", "winograd", "fft"))
 
 
 def main():
@@ -77,12 +84,13 @@ def main():
     ce, cr = Counter(n for n, _ in eager), Counter(n for n, _ in replay)
     only_e = [(n, us) for n, us in eager if n not in cr]
     only_r = [(n, us) for n, us in replay if n not in ce]
-    conv = {"eager": [(n, us) for n, us in eager if "conv" in n.lower()],
-            "replay": [(n, us) for n, us in replay if "conv" in n.lower()]}
+    conv = {"eager": [(n, us) for n, us in eager if _conv(n)], "replay": [(n, us) for n, us in replay if _conv(n)]}
     print(json.dumps({"eager_us": sum(us for _, us in eager), "replay_us": sum(us for _, us in replay),
                       "eager_kernels": len(eager), "replay_kernels": len(replay), "only_eager": only_e,
                       "only_replay": only_r, "only_eager_us": sum(us for _, us in only_e),
                       "only_replay_us": sum(us for _, us in only_r), "conv": conv,
+                      "conv_eager_us": sum(us for _, us in conv["eager"]),
+                      "conv_replay_us": sum(us for _, us in conv["replay"]),
                       "match": bool(torch.allclose(out.float(), expect.float(), atol=1e-3, rtol=1e-3)),
                       "benchmark": torch.backends.cudnn.benchmark}))
 

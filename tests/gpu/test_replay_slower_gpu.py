@@ -56,6 +56,7 @@ def test_the_line_slower_in_replay_is_shown(measured):
     assert attention[0][5] == "other kernels" and any("fmha" in k for k in attention[0][6]), attention
     assert any("gemm" in k or "softmax" in k for k in attention[0][7]), attention
     assert attention[0][4] >= 1.3 * attention[0][3]
-    conv_only = [n for n, _ in real["only_eager"] + real["only_replay"] if "fprop" in n or "conv" in n.lower()]
-    if not conv_only:  # the convolutions ran the same kernels both ways: no convolution line is called slower
-        assert not [x for x in shown if "conv" in x[2]], shown
+    # the convolutions' kernels together (plain PyTorch): where replay's are not slower beyond the margins, no
+    # convolution line is called slower (all of a model's Conv1d are one line, conv.py:370)
+    if real["conv_replay_us"] < 1.3 * real["conv_eager_us"] or real["conv_replay_us"] - real["conv_eager_us"] < 10:
+        assert not [x for x in shown if "conv" in x[2]], (shown, real["conv_eager_us"], real["conv_replay_us"])
