@@ -184,3 +184,21 @@ def test_the_planner_prices_sets_with_the_allocator_and_keeps_the_budget() -> No
     plan = recommend(model, hist, budget)
     assert plan.memory_bytes <= budget and plan.memory_bytes == pool.shared_bytes(plan.sizes)
     assert CostModel(model.points, 0.5).memory_model == "fraction"
+
+
+def test_the_plan_says_how_its_memory_was_priced() -> None:
+    from cgtool.bench.size_plan import compare_plans
+    from cgtool.render.size_plan import plan_lines
+
+    sizes = (1, 4, 16)
+    traces = {s: affine(s) for s in sizes}
+    hist = {1: 5.0, 2: 5.0, 8: 3.0, 16: 1.0}
+    model = CostModel(tuple(SizeCost(s, shared_pool_bytes([traces[s]]), 10.0, 400.0, 50.0 + s) for s in sizes), 1.0,
+                      PoolModel(traces))
+    lines = plan_lines(compare_plans(model, hist, float("inf")), model)
+    assert lines[-1].startswith("memory: the caching allocator replayed") and "likely high" not in lines[-1]
+    odd = PoolModel({**traces, 16: traces[16] + ((9, 100, 0),)})  # 8 lies between captures of other shapes
+    model = CostModel(model.points, 1.0, odd)
+    assert "sizes 8 took the allocations of the next measured size up" in plan_lines(
+        [("recommended", evaluate(model, hist, [8, 16]))], model)[-1]
+    assert "largest graph's pool plus 50%" in plan_lines([], CostModel(model.points, 0.5))[-1]

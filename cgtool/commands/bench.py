@@ -252,7 +252,7 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
             from cgtool.render.size_plan import plan_lines, plan_table
 
             console().print(plan_table(plans, plan[1]))
-            for line in plan_lines(plans):
+            for line in plan_lines(plans, model_of_report(report)):
                 console().print(escape(line), soft_wrap=True)
     complete = outcome.failure is None and not report.errors and bool(report.results)
     from cgtool.render.files import save_result
