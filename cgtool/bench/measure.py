@@ -33,7 +33,8 @@ class Prepared:
     guard: Any = None
 
 
-def prepare(script: Any, size: int | None, settings: RunSettings, log: PhaseLog) -> Prepared:
+def prepare(script: Any, size: int | None, settings: RunSettings, log: PhaseLog,
+            trace_allocations: bool = False) -> Prepared:
     """The harness's setup → warmup → capture, then instantiate: a captured step ready to time."""
     import torch
 
@@ -41,7 +42,8 @@ def prepare(script: Any, size: int | None, settings: RunSettings, log: PhaseLog)
     from cgtool.script.session import ScriptSession
 
     state_settings = replace(settings, capture_mode="global")
-    captured = run_to_capture(ScriptSession(script, torch.device("cuda"), size), state_settings, log)
+    captured = run_to_capture(ScriptSession(script, torch.device("cuda"), size), state_settings, log,
+                              trace_allocations=trace_allocations)
     inst_ms = instantiate(captured)
     session, state, static_inputs = captured.session, captured.state, captured.static_inputs
 

@@ -3,17 +3,20 @@ memory budget, pick the sizes (every batch padded up to the next captured size; 
 eager), and predict memory, capture time and the average speedup. Pure arithmetic: no torch, no I/O.
 
 Between measured sizes every figure is interpolated linearly; beyond them it is extrapolated from the two
-nearest measured sizes (and `Plan.extrapolated` says so).
+nearest measured sizes (and `Plan.extrapolated` says so). The memory of a set captured into one pool is the
+allocator replayed over the sweep's own capture allocations (cgtool/bench/pool_model.py) when the sweep recorded
+them, else the fraction `shared_extra` fitted on the sweep's shared pool.
 """
 
 from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from cgtool.bench.pool_model import PoolModel
 from cgtool.model.limits import NUMBER_TEXT, parse_number
 
 
@@ -30,11 +33,13 @@ class SizeCost:
 
 @dataclass(frozen=True)
 class CostModel:
-    """Measured sizes, and how much of a smaller graph's pool a shared pool still adds (`shared_extra`: 0 when
-    smaller graphs fit wholly in the largest graph's blocks, 1 when each needs its own, as with separate pools)."""
+    """Measured sizes, and the memory of a shared pool: `pool` (the allocator replayed over each size's capture
+    allocations) when the sweep recorded them, else `shared_extra`, how much of a smaller graph's pool a shared
+    pool still adds (0 when smaller graphs fit wholly in the largest graph's blocks, 1 when each needs its own)."""
 
     points: tuple[SizeCost, ...]
     shared_extra: float = 1.0
+    pool: PoolModel | None = None
     _cache: dict[tuple[str, float], float] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -62,11 +67,32 @@ class CostModel:
         va, vb = float(getattr(a, name)), float(getattr(b, name))
         return max(va + (vb - va) * (size - a.size) / (b.size - a.size), 0.0)
 
-    def memory(self, sizes: Iterable[int]) -> float:
-        """Bytes for capturing `sizes` into one pool, largest first: the largest graph's pool, plus
-        `shared_extra` of each smaller one's."""
+    @property
+    def memory_model(self) -> str:
+        """"allocator" (the sweep's capture allocations replayed) or "fraction" (shared_extra)."""
+        return "allocator" if self.pool is not None else "fraction"
+
+    def memory(self, sizes: Collection[int]) -> float:
+        """Bytes for capturing `sizes` into one pool, largest first, on one stream: the allocator replayed over
+        their captures' allocations (`pool`); without it, the largest graph's pool plus `shared_extra` of each
+        smaller one's."""
+        if self.pool is not None:
+            return float(self.pool.shared_bytes(sizes)) if sizes else 0.0
+        return self._fraction_memory(sizes, self.shared_extra)
+
+    def estimate(self, sizes: Collection[int]) -> float:
+        """`memory`, quickly: with the allocator model, the fraction its replay of every measured size gives
+        (the greedy search tries hundreds of sets; each replay walks every allocation of every size)."""
+        if self.pool is None:
+            return self.memory(sizes)
+        key = ("fraction", 0.0)
+        if key not in self._cache:
+            self._cache[key] = shared_extra({p.size: p.pool_bytes for p in self.points}, self.pool.shared_bytes(self.sizes))
+        return self._fraction_memory(sizes, self._cache[key])
+
+    def _fraction_memory(self, sizes: Iterable[int], fraction: float) -> float:
         pools = sorted((self.value("pool_bytes", s) for s in set(sizes)), reverse=True)
-        return pools[0] + self.shared_extra * sum(pools[1:]) if pools else 0.0
+        return pools[0] + fraction * sum(pools[1:]) if pools else 0.0
 
     def capture_ms(self, sizes: Iterable[int]) -> float:
         return sum(self.value("capture_ms", s) for s in set(sizes))
@@ -111,8 +137,9 @@ def step_us(model: CostModel, batch: int, captured: Sequence[int]) -> float:
     return model.value("replay_us", captured[i]) if i < len(captured) else model.value("eager_us", batch)
 
 
-def evaluate(model: CostModel, histogram: Mapping[int, float], sizes: Iterable[int]) -> Plan:
-    """Predicted memory, capture time and mean step time of capturing `sizes` for `histogram` (batch -> weight)."""
+def evaluate(model: CostModel, histogram: Mapping[int, float], sizes: Iterable[int], quick: bool = False) -> Plan:
+    """Predicted memory, capture time and mean step time of capturing `sizes` for `histogram` (batch -> weight);
+    `quick`: the memory estimated (CostModel.estimate)."""
     chosen = tuple(sorted(set(sizes)))
     total = sum(histogram.values())
     if total <= 0:
@@ -121,7 +148,8 @@ def evaluate(model: CostModel, histogram: Mapping[int, float], sizes: Iterable[i
     eager = sum(w * model.value("eager_us", b) for b, w in histogram.items()) / total
     lo, hi = model.sizes[0], model.sizes[-1]
     outside = any(not lo <= s <= hi for s in (*chosen, *histogram))
-    return Plan(chosen, model.memory(chosen), model.capture_ms(chosen), mean, eager, outside)
+    memory = model.estimate(chosen) if quick else model.memory(chosen)
+    return Plan(chosen, memory, model.capture_ms(chosen), mean, eager, outside)
 
 
 def recommend(model: CostModel, histogram: Mapping[int, float], budget_bytes: float, max_sizes: int | None = None,
@@ -130,19 +158,21 @@ def recommend(model: CostModel, histogram: Mapping[int, float], budget_bytes: fl
     until no size saves at least `min_gain` of the current mean time (or `max_sizes` are chosen).
 
     Candidates are the histogram's batch sizes: a captured size that no batch has can be lowered to the largest
-    batch below it, which costs no more memory and pads less.
+    batch below it, which costs no more memory and pads less. The search weighs sets by their estimated memory
+    (CostModel.estimate); the set found is then priced with the allocator model, and while it is over the budget
+    the size whose loss costs the least time goes.
     """
     candidates = sorted(b for b, w in histogram.items() if w > 0)
     if not candidates:
         raise ValueError("the histogram has no weight")
     chosen: list[int] = []
-    current = evaluate(model, histogram, chosen)
+    current = evaluate(model, histogram, chosen, quick=True)
     while max_sizes is None or len(chosen) < max_sizes:
         best: tuple[float, Plan] | None = None
         for c in candidates:
             if c in chosen:
                 continue
-            trial = evaluate(model, histogram, [*chosen, c])
+            trial = evaluate(model, histogram, [*chosen, c], quick=True)
             if trial.memory_bytes > budget_bytes:
                 continue
             gain = current.mean_us - trial.mean_us
@@ -156,12 +186,18 @@ def recommend(model: CostModel, histogram: Mapping[int, float], budget_bytes: fl
             break
         current = best[1]
         chosen = list(current.sizes)
-    return current
+    plan = evaluate(model, histogram, chosen)
+    while plan.sizes and plan.memory_bytes > budget_bytes:  # the estimate was short: drop the cheapest loss
+        rest = min((evaluate(model, histogram, [s for s in plan.sizes if s != drop], quick=True)
+                    for drop in plan.sizes), key=lambda p: p.mean_us)
+        plan = evaluate(model, histogram, rest.sizes)
+    return plan
 
 
 def model_of_report(report: Any) -> CostModel:
     """The cost model of a bench sweep (a BenchReport): wall times, pool bytes, capture + instantiate time per
-    size, and the shared-pool measurement when the sweep made one."""
+    size, each size's capture allocations when the sweep recorded them (the shared-pool model), and the
+    shared-pool measurement (the fraction, when they are missing)."""
     points = tuple(SizeCost(int(r.size), int(r.pool_bytes or 0), float((r.capture_ms or 0) + (r.instantiate_ms or 0)),
                             r.eager.wall.median, r.replay.wall.median) for r in report.results if r.size is not None)
     if not points:
@@ -169,7 +205,10 @@ def model_of_report(report: Any) -> CostModel:
     extra = 1.0
     if report.shared_pool is not None:
         extra = shared_extra({p.size: p.pool_bytes for p in points}, report.shared_pool.pool_reserved)
-    return CostModel(points, extra)
+    traces = {int(r.size): r.memory.alloc_trace for r in report.results
+              if r.size is not None and r.memory is not None and r.memory.alloc_trace is not None}
+    pool = PoolModel(traces) if traces and len(traces) == len(points) else None
+    return CostModel(points, extra, pool)
 
 
 def compare_plans(model: CostModel, histogram: Mapping[int, float], budget_bytes: float,

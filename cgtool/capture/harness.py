@@ -53,7 +53,7 @@ class CaptureFailed(Exception):
 
 def run_to_capture(session: ScriptSession, settings: RunSettings, log: PhaseLog, analysis: Any = None,
                    on_state: Callable[[Args, str], None] | None = None, pool: Any = None,
-                   stream: Any = None) -> Captured:
+                   stream: Any = None, trace_allocations: bool = False) -> Captured:
     """setup → warmup on a side stream → inputs(n) → capture: the one sequence `capture`, `lint` and `bench`
     share. `analysis` (the GPU tracer) watches warmup and capture when given; a session with a state skips setup
     (made already); `on_state(state, phase)` hears the state after setup and after warmup (it may raise to stop).
@@ -78,15 +78,20 @@ def run_to_capture(session: ScriptSession, settings: RunSettings, log: PhaseLog,
         mode = settings.capture_mode
         log.phase("capture", f"capture_error_mode={mode} {label}".strip())
         static_inputs = session.inputs(n_warm)
-        captured = capture(session, static_inputs, stream, mode, analysis, pool)
+        captured = capture(session, static_inputs, stream, mode, analysis, pool, trace=trace_allocations)
     return captured
 
 
 def capture(session: ScriptSession, static_inputs: Args | None, stream: Any, mode: str, analysis: Any = None,
-            pool: Any = None) -> Captured:
+            pool: Any = None, trace: bool = False) -> Captured:
     """Capture one call of step on `stream` (into `pool` when given); raise CaptureFailed naming the user's
-    line. The graph's memory is read from the allocator afterwards (cgtool.capture.memory)."""
+    line. The graph's memory is read from the allocator afterwards (cgtool.capture.memory); with `trace`, also
+    the capture's allocations and frees (a bench sweep's shared-pool model, cgtool/bench/pool_model.py)."""
+    import dataclasses
+
     import torch
+
+    from cgtool.capture.memory import AllocationTrace
 
     graph = torch.cuda.CUDAGraph(keep_graph=True)
     torch.cuda.synchronize()
@@ -94,15 +99,20 @@ def capture(session: ScriptSession, static_inputs: Args | None, stream: Any, mod
     torch.cuda.reset_peak_memory_stats()
     t0 = time.perf_counter()
     out = None
+    recorder = AllocationTrace(stream)
     try:
         with analysis.iteration("capture", static_inputs) if analysis is not None else nullcontext():
-            with torch.cuda.graph(graph, pool=pool, stream=stream, capture_error_mode=mode):
-                out = session.call(static_inputs)
+            with recorder if trace else nullcontext():
+                with torch.cuda.graph(graph, pool=pool, stream=stream, capture_error_mode=mode):
+                    out = session.call(static_inputs)
     except Exception as exc:
         raise CaptureFailed(capture_error(exc, analysis)) from None
     ms = (time.perf_counter() - t0) * 1e3
     peak = max(0, torch.cuda.max_memory_allocated() - allocated)
-    return Captured(graph, stream, session, static_inputs, out, ms, graph_memory(graph, static_inputs, out, peak))
+    memory = graph_memory(graph, static_inputs, out, peak)
+    if memory is not None and recorder.trace is not None:
+        memory = dataclasses.replace(memory, alloc_trace=recorder.trace)
+    return Captured(graph, stream, session, static_inputs, out, ms, memory)
 
 
 def graph_memory(graph: Any, static_inputs: Any, out: Any, peak: int | None) -> GraphMemory | None:

@@ -78,3 +78,58 @@ def recipe_pool(captured: Any) -> int | None:
     del graph
     torch.cuda.empty_cache()
     return reserved
+
+
+class AllocationTrace:
+    """Records the allocations and frees of the CUDA caching allocator while in use (`with AllocationTrace(stream)
+    as t:`), as cgtool/bench/pool_model.py reads them: `t.trace` afterwards, None where torch cannot record.
+    Uses torch.cuda.memory._record_memory_history without stacks (cheap); it replaces a recording the script
+    made itself, and stops it after."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = int(getattr(stream, "cuda_stream", 0))
+        self.trace: tuple[tuple[int, int, int], ...] | None = None
+        self._on = False
+
+    def __enter__(self) -> AllocationTrace:
+        import torch
+
+        try:  # a fresh history (clear_history): entries of an earlier recording would read as this capture's
+            torch.cuda.memory._record_memory_history(enabled="all", context=None, stacks="python", clear_history=True)
+            self._on = True
+        except Exception:  # noqa: BLE001 - a torch without allocator history (or without clear_history): no trace
+            self._on = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        if not self._on:
+            return
+        try:
+            entries = torch.cuda.memory._snapshot()["device_traces"][torch.cuda.current_device()]
+            self.trace = trace_events(entries, self.stream)
+        except Exception:  # noqa: BLE001
+            self.trace = None
+        finally:
+            torch.cuda.memory._record_memory_history(enabled=None)
+
+
+def trace_events(entries: Any, capture_stream: int) -> tuple[tuple[int, int, int], ...]:
+    """(block, bytes, stream) per allocation, (block, 0, stream) per completed free of a block allocated in the
+    window; blocks numbered in allocation order, streams numbered from 0 (the capture stream) in order of use."""
+    blocks: dict[int, tuple[int, int]] = {}  # address -> (block, stream)
+    streams = {capture_stream: 0}
+    out: list[tuple[int, int, int]] = []
+    count = 0
+    for e in entries:
+        action, addr = e.get("action"), int(e.get("addr", 0))
+        if action == "alloc":
+            stream = streams.setdefault(int(e.get("stream", 0)), len(streams))
+            blocks[addr] = (count, stream)
+            out.append((count, max(int(e.get("size", 0)), 1), stream))
+            count += 1
+        elif action == "free_completed" and addr in blocks:
+            block, stream = blocks.pop(addr)
+            out.append((block, 0, stream))
+    return tuple(out)

@@ -246,7 +246,10 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
     plans = _plans(report, plan)
     doc = report.to_json()
     if plans:
-        doc["plan"] = {"budget_bytes": plan[1], "sets": [{"label": label, **p.to_json()} for label, p in plans]}
+        from cgtool.bench.size_plan import model_of_report
+
+        doc["plan"] = {"budget_bytes": plan[1], "memory_model": model_of_report(report).memory_model,
+                       "sets": [{"label": label, **p.to_json()} for label, p in plans]}
     data = json.dumps(doc, indent=1) + "\n"
     if as_json:
         sys.stdout.write(data)
@@ -258,7 +261,7 @@ def finish(report: Any, outcome: Any, base_report: Any, fail_if_slower: float | 
             from cgtool.render.size_plan import plan_lines, plan_table
 
             console().print(plan_table(plans, plan[1]))
-            for line in plan_lines(plans):
+            for line in plan_lines(plans, model_of_report(report)):
                 console().print(escape(line), soft_wrap=True)
     complete = outcome.failure is None and not report.errors and bool(report.results)
     from cgtool.render.files import save_result

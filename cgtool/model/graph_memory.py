@@ -6,11 +6,15 @@ A graph's private pool is the set of allocator segments whose `segment_pool_id` 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from cgtool.model.codec import Record
+from cgtool.model.codec import Record, is_none, meta
+# One allocator event of a capture: (block, bytes, stream) for an allocation (bytes as requested, > 0), (block, 0,
+# stream) for its free. Blocks are numbered in allocation order from 0; stream 0 is the capture stream.
+Event = tuple[int, int, int]
+Trace = tuple[Event, ...]
 
 
 def pool_from_segments(segments: Iterable[dict[str, Any]], pool_id: tuple[int, int]) -> tuple[int, int]:
@@ -38,11 +42,32 @@ class GraphMemory(Record):
     # the pool of the same step captured as PyTorch's docs show it (warmup on a side stream, then torch.cuda.graph
     # on its own capture stream): cuBLAS makes a workspace for a stream it has not seen, inside the pool
     recipe_pool_reserved: int | None = None
+    # the allocations and frees the capture made (bench sweeps only: cgtool/bench/pool_model.py predicts a shared
+    # pool from them); JSON "alloc_trace": [block, bytes, stream] per allocation, [block] per free
+    alloc_trace: Trace | None = field(default=None, metadata=meta(
+        omit=is_none, write=lambda t: trace_to_json(t), read=lambda d: None if d is None else trace_from_json(d)))
 
     @property
     def recipe_extra(self) -> int | None:
         """Bytes the recipe's pool holds beyond cgtool's (warmup and capture on one stream)."""
         return None if self.recipe_pool_reserved is None else self.recipe_pool_reserved - self.pool_reserved
+
+
+def trace_to_json(trace: Sequence[Event]) -> list[list[int]]:
+    """[block, bytes, stream] per allocation, [block] per free (its stream is the allocation's)."""
+    return [[b, n, s] if n > 0 else [b] for b, n, s in trace]
+
+
+def trace_from_json(data: Sequence[Sequence[int]]) -> Trace:
+    streams: dict[int, int] = {}
+    out: list[Event] = []
+    for e in data:
+        if len(e) == 3 and int(e[1]) > 0:
+            streams[int(e[0])] = int(e[2])
+            out.append((int(e[0]), int(e[1]), int(e[2])))
+        else:
+            out.append((int(e[0]), 0, streams.get(int(e[0]), 0)))
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -56,4 +81,4 @@ class SharedPool(Record):
     separate_reserved: int  # the sum of the sizes' own pools, for contrast
 
 
-__all__ = ["GraphMemory", "SharedPool", "pool_from_segments"]
+__all__ = ["Event", "GraphMemory", "SharedPool", "Trace", "pool_from_segments", "trace_from_json", "trace_to_json"]

@@ -10,6 +10,7 @@ from cgtool.graph.model import Graph
 from cgtool.graph.node_align import ReplayTimes, event_key, match, node_key, timed_nodes
 from cgtool.model.codec import Record, is_empty, is_negative, is_none, meta, rounded
 from cgtool.model.frame import Frame
+from cgtool.model.replay_slower import SlowerLine
 from cgtool.model.timeline import Timeline
 from cgtool.model.trace import OpRecord
 
@@ -68,7 +69,7 @@ class EagerLine(Record):
 @dataclass
 class NodeProfile(Record):
     JSON_ORDER = ("frames", "nodes", "unmapped", "replays", "replay_us", "timed_us", "unmatched_events", "kernels",
-                  "kernels_mapped", "eager_lines", "timeline")
+                  "kernels_mapped", "eager_lines", "replay_slower_lines", "timeline")
     JSON_COMPUTED = {"timed_us": lambda p: round(p.timed_us, 3)}
 
     frames: list[Frame] = field(default_factory=list)
@@ -84,6 +85,8 @@ class NodeProfile(Record):
     eager: list[EagerLine] = field(default_factory=list, metadata=meta(key="eager_lines"))
     # the profiled replays and eager step, event by event (timeline.json)
     timeline: Timeline | None = field(default=None, metadata=meta(omit=is_none))
+    # lines slower in replay than eager (model/replay_slower.py)
+    slower: list[SlowerLine] = field(default_factory=list, metadata=meta(key="replay_slower_lines"))
 
     @property
     def timed_us(self) -> float:

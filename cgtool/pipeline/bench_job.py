@@ -37,9 +37,10 @@ def bench_job(job: Job, progress: PhaseLog) -> BenchReport:
         if sizes != [None] and not script.accepts_size():
             raise CgtoolError(f"--sizes needs setup(device, size) or inputs(i, device, size) in {job.script}; "
                               "neither takes a `size` parameter.")
+        # a sweep records each size's capture allocations: the plan's shared-pool model (bench/pool_model.py)
         for size in sizes:
             try:
-                results.append(bench_one(script, size, settings, progress))
+                results.append(bench_one(script, size, settings, progress, trace_allocations=len(sizes) > 1))
             except ScriptRaised as exc:
                 errors.append(error_record(exc.phase, exc.exc))
             except CaptureFailed as failed:
@@ -62,8 +63,9 @@ def bench_job(job: Job, progress: PhaseLog) -> BenchReport:
                        shared_pool=shared)
 
 
-def bench_one(script: Any, size: int | None, settings: BenchSettings, progress: PhaseLog):
-    prep = prepare(script, size, settings, progress)
+def bench_one(script: Any, size: int | None, settings: BenchSettings, progress: PhaseLog,
+              trace_allocations: bool = False):
+    prep = prepare(script, size, settings, progress, trace_allocations)
     best = best_probe_us()
     rounds = measure(prep, settings, progress, size)
     floor = kernel_floor_us(prep.fns["replay"])

@@ -179,12 +179,14 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
         from cgtool.capture.kernel_split import eager_events
         from cgtool.capture.replay_profile import profile_eager_step
         from cgtool.model.node_profile import eager_lines
+        from cgtool.model.replay_slower import slower_lines
 
         try:
             eager = profile_eager_step(lambda: captured.session.call(captured.static_inputs),
                                        captured.stream)
             kernels, cpu_us = eager_events(eager)
             profile.eager = eager_lines(profile, graph, kernels, cpu_us)
+            profile.slower = slower_lines(profile, graph, kernels)
         except Exception as exc:  # noqa: BLE001 - the eager comparison is optional to everything else
             eager = None
             report.skipped.append(Skip(PROFILER_FAILED, f"eager versus replay per line: the profiled eager step failed "

@@ -65,6 +65,12 @@ def render_report(report: Report, out: Console, quiet: bool = False) -> None:
                 from cgtool.render.node_lines import eager_table
 
                 out.print(eager_table(report.node_lines))
+            if report.node_lines.slower:
+                from cgtool.render.node_lines import slower_causes, slower_table
+
+                out.print(slower_table(report.node_lines))
+                for cause in slower_causes(report.node_lines):
+                    out.print(f"[dim]{escape(cause)}[/]", soft_wrap=True)
         if report.replay is not None:
             render_replay(report.replay, out)
         if report.memory is not None:

@@ -100,3 +100,37 @@ def eager_markdown(profile: NodeProfile, top: int = 5) -> str:
     for row in eager_rows(profile, top):
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |")
     return "\n".join(out)
+
+
+SLOWER_TITLE = "lines slower in replay than eager (GPU time)"
+SLOWER_COLUMNS = ("line", "source", "eager GPU", "replay GPU", "replay/eager", "kernels")
+
+
+def slower_rows(profile: NodeProfile, top: int = TOP) -> list[tuple[str, str, str, str, str, str]]:
+    """(line, source, eager GPU, replay GPU, ratio, same or other kernels) of NodeProfile.slower."""
+    rows = []
+    for s in profile.slower[:top]:
+        f = profile.frames[s.frame]
+        rows.append((short_where(f.file, f.line), f.source.strip(), fmt_us(s.eager_us), fmt_us(s.replay_us),
+                     f"{s.replay_us / s.eager_us:.2f}×", s.cause))
+    return rows
+
+
+def slower_table(profile: NodeProfile, top: int = TOP) -> Table:
+    table = Table(title=SLOWER_TITLE, title_justify="left")
+    for i, name in enumerate(SLOWER_COLUMNS):
+        table.add_column(name, justify="left" if i < 2 or i == 5 else "right")
+    for row in slower_rows(profile, top):
+        table.add_row(*(escape(c) for c in row))
+    return table
+
+
+def slower_causes(profile: NodeProfile, top: int = TOP) -> list[str]:
+    """One sentence per slower line: `file:line: replay runs other kernels (…) than eager (…): …`."""
+    out = []
+    for s in profile.slower[:top]:
+        f = profile.frames[s.frame]
+        spans = [short_where(profile.frames[k].file, profile.frames[k].line) for k in s.spans[:4]]
+        also = f" (the stretch where the kernels differ also holds {', '.join(spans)})" if spans else ""
+        out.append(f"{short_where(f.file, f.line)}: {s.explain()}{also}")
+    return out

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from rich.table import Table
 
-from cgtool.bench.size_plan import Plan
+from cgtool.bench.size_plan import CostModel, Plan
 from cgtool.render.units import fmt_bytes, fmt_us
 
 
@@ -29,8 +29,9 @@ def plan_table(plans: Sequence[tuple[str, Plan]], budget_bytes: float | None) ->
     return table
 
 
-def plan_lines(plans: Sequence[tuple[str, Plan]]) -> list[str]:
-    """Sentences under the table: what the recommendation saves against vLLM's list, and any extrapolation."""
+def plan_lines(plans: Sequence[tuple[str, Plan]], model: CostModel | None = None) -> list[str]:
+    """Sentences under the table: what the recommendation saves against vLLM's list, any extrapolation, and how
+    the memory was priced (`model`: the sweep's cost model)."""
     lines = []
     named = dict(plans)
     rec, vllm = named.get("recommended"), named.get("vLLM default")
@@ -43,4 +44,14 @@ def plan_lines(plans: Sequence[tuple[str, Plan]]) -> list[str]:
         lines.append("some sizes or batches lie outside the measured sizes: their figures are extrapolated "
                      "(measure a wider --sizes range to check them)")
     lines.append("batches are padded up to the next captured size; batches above the largest run eager")
+    if model is not None and model.pool is not None:
+        loose = sorted({s for _, p in plans for s in p.sizes if not model.pool.exact([s])})
+        lines.append("memory: the caching allocator replayed over the sweep's own capture allocations, every set "
+                     "captured largest first into one pool on one stream"
+                     + (f"; sizes {fmt_sizes(loose)} took the allocations of the next measured size up, or of the "
+                        "largest (the measured sizes around them allocated differently), so their figure is likely "
+                        "high" if loose else ""))
+    elif model is not None:
+        lines.append(f"memory: the largest graph's pool plus {model.shared_extra:.0%} of each smaller one's (the "
+                     "sweep recorded no capture allocations)")
     return lines

@@ -132,6 +132,8 @@ def main():
             graphs[s] = capture(mod, state, device, s, handle, stream)
         capture_s = time.perf_counter() - t0
         reserved, allocated = pool_of(handle)
+        segments = sorted((seg["total_size"] for seg in torch.cuda.memory_snapshot()
+                           if tuple(seg.get("segment_pool_id", ())) == tuple(handle)), reverse=True)
         own = {s: capture(mod, state, device, s) for s in sweep}  # each sweep size in its own pool, for timing
         items, batches = [], {}
         for b in sorted(hist):
@@ -151,6 +153,7 @@ def main():
         eager_mean = sum(r["weight"] * r["eager_us"] for r in rows) / total
         mean = sum(r["weight"] * r["step_us"] for r in rows) / total
         print(json.dumps({"sizes": sizes, "pool_reserved": reserved, "pool_allocated": allocated, "capture_s": capture_s,
+                          "segments": segments,
                           "rows": rows, "eager_mean_us": eager_mean, "mean_us": mean, "speedup": eager_mean / mean,
                           "sweep": [{"size": s, "eager_us": t[("sweep_eager", s)], "replay_us": t[("sweep_replay", s)]}
                                     for s in sweep]}))
