@@ -84,7 +84,8 @@ class RankResult:
 
     @property
     def failed(self) -> bool:
-        return self.report is None or bool(self.report.errors) or self.report.status not in ("captured", "cpu-only")
+        return (self.report is None or bool(self.report.errors)
+                or self.report.status not in ("captured", "compiled", "cpu-only"))
 
     def to_json(self) -> dict[str, Any]:
         return {"rank": self.rank, "ended": self.ended, "phase": self.phase, "exit": self.exit,
