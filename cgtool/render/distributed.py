@@ -22,8 +22,9 @@ def verdict_line(report: DistReport) -> str:
     compiled = [r for r in report.ranks if r.report is not None and r.report.status == "compiled"]
     if s.get("speedup"):
         if len(compiled) == n:  # torch.compile's CUDA graphs on every rank: its trees replay, cgtool captured nothing
+            gain = f"{s['speedup']:.1f}× faster" if s["speedup"] >= 1.05 else f"{s['speedup']:.2f}×, no faster than eager"
             return (f"{ranks} ran compiled with CUDA graphs (torch.compile's trees); step (slowest rank) eager "
-                    f"{fmt_us(s['eager_us'])} → as compiled {fmt_us(s['replay_us'])}: {s['speedup']:.1f}× faster")
+                    f"{fmt_us(s['eager_us'])} → as compiled {fmt_us(s['replay_us'])}: {gain}")
         return (f"{ranks} captured; step (slowest rank) eager {fmt_us(s['eager_us'])} → replay "
                 f"{fmt_us(s['replay_us'])}: {s['speedup']:.1f}× faster")
     captured = [r for r in report.ranks if r.report is not None and r.report.status == "captured"]

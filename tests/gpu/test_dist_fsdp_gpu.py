@@ -79,7 +79,8 @@ def test_fsdp2_compiled_per_rank_as_plain_pytorch(work, measured):
                            f"{p.get('graph_breaks')} break(s) {p.get('break_lines')}, {p.get('cudagraph_skips')} "
                            f"skips, finite {p.get('finite')}" for p in plain)
     tool_text = (f"exit {r.returncode}, {wall:.1f} s; " + "; ".join(
-        f"rank {rk['rank']} {rk.get('summary', {}).get('status')}: {c.get('graphs')} graphs recorded, breaks {b}, "
+        f"rank {rk['rank']} {rk.get('summary', {}).get('status')}: {c.get('graphs_recorded')} graphs recorded "
+        f"(re-records {[f.get('rerecords') for f in c.get('functions', [])]}), breaks {b}, "
         f"{c.get('kernels_in_graphs')} kernels in graphs" for rk, c, b in zip(ranks, compiled, tool_breaks))
         + f"; rules {sorted({f['rule'] for rk in ranks for f in (rk.get('report') or {}).get('findings', [])})}"
         + f"; step {(data.get('step') or {}).get('speedup') or 0:.2f}x")
