@@ -6,6 +6,7 @@ import gc
 from dataclasses import replace
 from typing import Callable, Collection, Sequence
 
+from cgtool.checks.accumulate_grad import check_accumulate_grad
 from cgtool.checks.host import check_device_work, check_host_copies, check_host_scalars
 from cgtool.checks.rng import check_rng, check_rng_reset
 from cgtool.checks.shapes import check_control_flow, check_shapes
@@ -28,6 +29,7 @@ CHECKS: list[Check] = [
     check_host_copies,
     check_host_scalars,
     check_device_work,
+    check_accumulate_grad,
 ]
 
 

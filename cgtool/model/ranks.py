@@ -70,7 +70,8 @@ class RankResult(Record):
 
     @property
     def failed(self) -> bool:
-        return self.report is None or bool(self.report.errors) or self.report.status not in ("captured", "cpu-only")
+        return (self.report is None or bool(self.report.errors)
+                or self.report.status not in ("captured", "compiled", "cpu-only"))
 
 
 @dataclass

@@ -66,6 +66,8 @@ PAGEABLE_COPY = "pageable-copy"  # CG402: a copy from pageable host memory (capt
 UNCAPTURED_WAIT = "uncaptured-wait"  # CG201: the capturing stream waits on uncaptured work (capture fails)
 SYNC_DEBUG = "sync-debug"  # CG101: a warning of torch.cuda.set_sync_debug_mode
 PYTHON_LEVEL = "python-level"  # CG101: a sync-table entry in torch's Python code, outside any aten op
+# CG407: the AccumulateGrad node predates cgtool's warmup: made in setup (or at import), on the default stream
+MADE_BEFORE_WARMUP = "made-before-warmup"
 _PAGEABLE_ERROR = "Cannot copy between CPU and CUDA tensors during CUDA graph capture unless the CPU tensor is pinned"
 
 RULES: tuple[Rule, ...] = (
@@ -124,6 +126,13 @@ RULES: tuple[Rule, ...] = (
          "Update the tensor in place (`m.avg.mul_(0.9).add_(y, alpha=0.1)`, `state['ema'].lerp_(x, 0.01)`, "
          "`buf.copy_(new)`), so the graph reads and writes the same memory every replay.",
          predicts=REPLAY_DIFFERS, seen_between_iterations=True),
+    Rule("CG407", "warmup", "warning", "backward reuses an AccumulateGrad node made on another stream (autograd "
+         "graph kept alive across iterations): backward synchronizes with that stream",
+         "Keep no autograd graph alive between iterations (store `loss.detach()` or a float, not `loss`); run any "
+         "step in setup inside the warmup stream's context (`with torch.cuda.stream(s):`), so the AccumulateGrad "
+         "nodes are made on the stream that captures.", True,
+         kinds=(Kind(MADE_BEFORE_WARMUP, CAPTURE_FAILS, capture_error="operation failed due to a previous error "
+                     "during capture"),)),
     Rule("CG501", "capture-error", "error", "capture failed",
          "See the CUDA error and the line named; fix the first problem cgtool reports above it.", True),
     Rule("CG502", "empty-graph", "warning", "the captured graph has no GPU work",
@@ -199,9 +208,9 @@ WORLD_OF_ONE = "comparing ranks needs --nproc-per-node N, N ≥ 2"
 def predicted(rule_id: str, kind: str | None = None) -> str | None:
     """What a finding of `rule_id` (of that kind) predicts: CAPTURE_FAILS, REPLAY_DIFFERS or None."""
     rule = RULE_BY_ID.get(rule_id)
-    if rule is None or rule.predicts is None:
+    if rule is None:
         return None
-    k = rule.kind(kind)
+    k = rule.kind(kind)  # a kind may predict where its rule does not (CG407's AccumulateGrad made in setup)
     return k.predicts if k is not None and k.predicts is not None else rule.predicts
 
 

@@ -22,13 +22,15 @@ RecordStreamEvent = Callable[[str, "int | None", "int | None"], None]
 ATEN = "aten"  # OpRecord.kind: an aten op seen by TorchDispatchMode
 CALL = "call"  # OpRecord.kind: a Python-level tensor call seen by TorchFunctionMode
 SYNC_WARNING = "sync-warning"  # OpRecord.kind: torch.cuda.set_sync_debug_mode reported a sync (GPU run)
+# OpRecord.kind: autograd warned that a reused AccumulateGrad node's stream differs from its gradient's (GPU run)
+ACCUMULATE_GRAD_WARNING = "accumulate-grad-warning"
 
 
 @dataclass(slots=True)
 class OpRecord(Record):
     """One op. Compact on purpose: frames are indices into Trace.frames; `detail` only for rare ops."""
 
-    kind: str  # ATEN, CALL or SYNC_WARNING
+    kind: str  # ATEN, CALL, SYNC_WARNING or ACCUMULATE_GRAD_WARNING
     name: str  # "aten.mm", "Tensor.item", "torch.tensor"
     shapes: tuple[tuple[int, ...], ...] = ()  # of the tensor arguments, in order
     dtypes: tuple[str, ...] = ()

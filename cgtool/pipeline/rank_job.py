@@ -148,7 +148,9 @@ def run_rank(job: Job, run_dir: str, log_to: Callable[[dict[str, Any]], None] | 
     if rank_gather.wanted() and world > 1 and rank != 0:
         hand_over(lambda: rank_gather.push(rank, run_dir))
     report = result.get("report") or {}
-    ok = not report.get("errors") and report.get("status") in ("captured", "cpu-only") and sequence.found is None
+    # a step compiled with CUDA graphs ("compiled": torch.compile's trees observed, no capture of cgtool's) is a success
+    ok = (not report.get("errors") and report.get("status") in ("captured", "compiled", "cpu-only")
+          and sequence.found is None)
     if not ok and sequence.found is None:  # diverged: no peer gets past its collective; the launcher stops them
         gate.linger(job.settings.linger_s)
     if rank_gather.wanted() and world > 1 and rank == 0:  # the others' files, from the store, beside rank 0's own

@@ -22,11 +22,19 @@ def verdict_line(report: DistReport) -> str:
     s = report.step
     n = report.world_size
     ranks = f"{n} rank{'s' if n != 1 else ''}"
+    compiled = [r for r in report.ranks if r.report is not None and r.report.status == "compiled"]
     captured = [r for r in report.ranks if r.report is not None and r.report.status == "captured"]
     parts = []
     if s.get("speedup"):
-        parts.append(f"{ranks} captured; step (slowest rank) eager {fmt_us(s['eager_us'])} → replay "
-                     f"{fmt_us(s['replay_us'])}: {s['speedup']:.1f}× faster")
+        if len(compiled) == n:  # torch.compile's CUDA graphs on every rank: its trees replay, cgtool captured nothing
+            gain = f"{s['speedup']:.1f}× faster" if s["speedup"] >= 1.05 else f"{s['speedup']:.2f}×, no faster than eager"
+            parts.append(f"{ranks} ran compiled with CUDA graphs (torch.compile's trees); step (slowest rank) eager "
+                         f"{fmt_us(s['eager_us'])} → as compiled {fmt_us(s['replay_us'])}: {gain}")
+        else:
+            parts.append(f"{ranks} captured; step (slowest rank) eager {fmt_us(s['eager_us'])} → replay "
+                         f"{fmt_us(s['replay_us'])}: {s['speedup']:.1f}× faster")
+    elif compiled and not any(r.failed for r in compiled):
+        parts.append(f"rank(s) {', '.join(str(r.rank) for r in compiled)} ran compiled with CUDA graphs")
     apart = next((r.divergence for r in report.ranks if r.divergence), None)
     if apart:
         parts.append(f"the ranks' collectives diverge at collective #{int(apart.get('index', 0)) + 1} (CG601); "
@@ -59,7 +67,7 @@ def rank_table(report: DistReport) -> Table:
         nccl = ", ".join(f"{k}×{v}" for k, v in (s.get("nccl_kernels") or {}).items()) or ("-" if "nodes" in s else "")
         coll = " ".join(f"{p}:{c}" for p, c in (s.get("collectives") or {}).items())
         t.add_row(str(r.rank), s.get("status", ""), f"{r.phase} ({r.exit})" if r.report is None else r.exit,
-                  str(s.get("nodes", "")), str(s.get("kernels", "")), escape(nccl[:60]), coll, s.get("replay", ""),
+                  f"{s['graphs']} graphs" if "graphs" in s else str(s.get("nodes", "")), str(s.get("kernels", "") or ""), escape(nccl[:60]), coll, s.get("replay", ""),
                   fmt_us(s["eager_us"]) if "eager_us" in s else "", fmt_us(s["replay_us"]) if "replay_us" in s else "",
                   f"{s['speedup']:.2f}×" if s.get("speedup") else "")
     return t

@@ -1,4 +1,5 @@
-"""GPU run: torch.cuda.set_sync_debug_mode("warn") warnings become SYNC_WARNING records at the user's line."""
+"""GPU run: torch.cuda.set_sync_debug_mode("warn") warnings become SYNC_WARNING records at the user's line, and
+autograd's AccumulateGrad stream-mismatch warning an ACCUMULATE_GRAD_WARNING record at the `.backward()` line."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ from typing import Any
 
 import torch
 
-from cgtool.model.trace import SYNC_WARNING, OpRecord
+from cgtool.model.trace import ACCUMULATE_GRAD_WARNING, SYNC_WARNING, OpRecord
 
 SYNC_WARNING_TEXT = "called a synchronizing CUDA operation"
+# torch/csrc/autograd (2.4+): a reused AccumulateGrad node runs on the stream it was made on (warned once a process)
+ACCUMULATE_GRAD_TEXT = "The AccumulateGrad node's stream does not match"
 
 
 def sync_warnings_start(t: Any) -> None:
@@ -21,6 +24,7 @@ def sync_warnings_start(t: Any) -> None:
         warnings.filterwarnings("ignore", message="Synchronization debug mode is a prototype")
         torch.cuda.set_sync_debug_mode("warn")
         warnings.filterwarnings("always", message=SYNC_WARNING_TEXT)
+        warnings.filterwarnings("always", message=ACCUMULATE_GRAD_TEXT)
         t.saved_showwarning = original = warnings.showwarning
 
         def showwarning(message: Any, category: Any, filename: str, lineno: int, file: Any = None,
@@ -29,6 +33,10 @@ def sync_warnings_start(t: Any) -> None:
                 inner, outer = t.where(1)
                 if inner >= 0:  # not the harness's own, nor inputs() made inside the iteration
                     t.ops.append(OpRecord(SYNC_WARNING, "cuda-sync", frame=inner, outer=outer))
+                return
+            if ACCUMULATE_GRAD_TEXT in str(message) and t.ops is not None:
+                inner, outer = t.where(1)  # the user's `.backward()` (the engine hands its warnings to the caller)
+                t.ops.append(OpRecord(ACCUMULATE_GRAD_WARNING, "AccumulateGrad", frame=inner, outer=outer))
                 return
             original(message, category, filename, lineno, file, line)
 

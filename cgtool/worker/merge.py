@@ -12,7 +12,7 @@ from cgtool.graph.diff import diff_graphs
 from cgtool.graph.model import Graph
 from cgtool.model.job import CaptureSettings, Job, settings_to_json
 from cgtool.model.ranks import DistReport, RankResult
-from cgtool.model.report import ErrorRecord
+from cgtool.model.report import ErrorRecord, Report
 from cgtool.worker.launch import LaunchOutcome
 
 
@@ -33,21 +33,36 @@ def rank_summary(r: RankResult) -> dict[str, Any]:
                    nccl_kernels=nccl_kernels(g))
     if rep is not None and rep.replay is not None:
         out["replay"] = rep.replay.status
-    if rep is not None and rep.timings is not None:
-        t = rep.timings
-        out.update(eager_us=t.eager_us, replay_us=t.replay_us, speedup=t.speedup)
+    if rep is not None and rep.compiled is not None and rep.compiled.observed:
+        c = rep.compiled  # torch.compile's CUDAGraph Trees on this rank: graphs, kernels in them, graph breaks
+        out.update(graphs=c.graphs_recorded, kernels=c.kernels_in_graphs, breaks=len(c.breaks))
+    times = rank_times(rep) if rep is not None else None
+    if times is not None:
+        eager, replay = times
+        out.update(eager_us=eager, replay_us=replay, speedup=eager / replay if replay > 0 else None)
     return out
+
+
+def rank_times(rep: Report) -> tuple[float, float] | None:
+    """(eager, replay) µs per step of one rank: cgtool's replay, or for a step compiled with CUDA graphs the step
+    as compiled (torch.compile's trees replaying) against eager; None when the rank was not timed."""
+    if rep.timings is not None:
+        return rep.timings.eager_us, rep.timings.replay_us
+    t = rep.compiled.timings_us if rep.compiled is not None else {}
+    if "eager" in t and "cudagraphs" in t:
+        return t["eager"], t["cudagraphs"]
+    return None
 
 
 def step_time(ranks: list[RankResult]) -> dict[str, Any]:
     """The distributed step's time: per mode the slowest rank's median (None unless every rank was timed)."""
-    timed = [r.report.timings for r in ranks if r.report is not None and r.report.timings is not None]
+    timed = [(r.rank, t) for r in ranks if r.report is not None and (t := rank_times(r.report)) is not None]
     if not timed or len(timed) != len(ranks):
         return {}
-    eager, replay = max(t.eager_us for t in timed), max(t.replay_us for t in timed)
+    eager, replay = max(t[0] for _, t in timed), max(t[1] for _, t in timed)
     return {"eager_us": eager, "replay_us": replay, "speedup": eager / replay if replay > 0 else None,
-            "slowest_eager_rank": max(ranks, key=lambda r: r.report.timings.eager_us).rank,  # type: ignore[union-attr]
-            "slowest_replay_rank": max(ranks, key=lambda r: r.report.timings.replay_us).rank}  # type: ignore[union-attr]
+            "slowest_eager_rank": max(timed, key=lambda rt: rt[1][0])[0],
+            "slowest_replay_rank": max(timed, key=lambda rt: rt[1][1])[0]}
 
 
 def merge(job: Job, outcome: LaunchOutcome, settings: CaptureSettings) -> DistReport:

@@ -1,10 +1,11 @@
 """Plain PyTorch's answer for a distributed sample (no cgtool), as a user would check it under torchrun:
 
     NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
-    python -m torch.distributed.run --standalone --nproc-per-node 2 tests/gpu/dist_rows_truth.py SAMPLE OUT_DIR [WARMUP]
+    python -m torch.distributed.run --standalone --nproc-per-node 2 tests/gpu/dist_rows_truth.py SAMPLE OUT_DIR [WARMUP [own]]
 
 The sample's own setup/inputs/step (the script contract's functions, called directly): warmup on a side stream,
-`torch.cuda.graph` around one step, then replay against eager from the same starting state on fresh inputs,
+`torch.cuda.graph` around one step (on the warmup stream; with `own`, on torch.cuda.graph's own stream, as
+PyTorch's documented recipe does), then replay against eager from the same starting state on fresh inputs,
 comparing each rank's local shards (`DTensor.to_local()`: parameters, gradients, optimizer state, outputs) — no
 deep copy of DTensors — and the eager and replay time of 20 steps each (CUDA events). Each rank writes
 OUT_DIR/truth.rank<r>.json as it goes (phase, captured, capture_error and its line in the sample, replay_ok,
@@ -75,9 +76,11 @@ def main() -> None:
 
     sample, out_dir = sys.argv[1], sys.argv[2]
     warmup = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+    own_stream = len(sys.argv) > 4 and sys.argv[4] == "own"
     os.makedirs(out_dir, exist_ok=True)
     rank, world, local_rank = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
-    res: dict = {"rank": rank, "pid": os.getpid(), "sample": os.path.basename(sample), "phase": "start"}
+    res: dict = {"rank": rank, "pid": os.getpid(), "sample": os.path.basename(sample), "phase": "start",
+                 "capture_stream": "own" if own_stream else "warmup"}
     path = os.path.join(out_dir, f"truth.rank{rank}.json")
 
     def save(phase: str | None = None) -> None:
@@ -113,7 +116,7 @@ def main() -> None:
         g = torch.cuda.CUDAGraph()
         save("capture")
         try:
-            with torch.cuda.graph(g, stream=s):
+            with torch.cuda.graph(g, **({} if own_stream else {"stream": s})):
                 static_out = mod.step(**state, **static)
             res["captured"] = True
         except Exception as exc:  # noqa: BLE001

@@ -32,15 +32,16 @@ ENV = dict(os.environ, NO_COLOR="1", COLUMNS="200", **MULTICAST_OFF)
 DIST = os.path.join(ROOT, "samples", "distributed")
 
 
-def truth(name: str, path: str, work: str, limit: float) -> tuple[str, float, list[dict]]:
-    """Plain PyTorch under torchrun: (how it ended, wall s, each rank's record). A run past `limit` is a hang:
-    the launcher's group and every rank (by the pid it wrote) are killed."""
+def truth(name: str, path: str, work: str, limit: float, extra: tuple[str, ...] = ()) -> tuple[str, float, list[dict]]:
+    """Plain PyTorch under torchrun: (how it ended, wall s, each rank's record); `extra`: dist_rows_truth.py's
+    optional arguments (WARMUP, own). A run past `limit` is a hang: the launcher's group and every rank (by the pid
+    it wrote) are killed."""
     folder = os.path.join(work, "dist-rows", name)
     os.makedirs(folder, exist_ok=True)
     for old in glob.glob(os.path.join(folder, "truth.rank*.json")):
         os.remove(old)
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-           os.path.join(ROOT, "tests", "gpu", "dist_rows_truth.py"), path, folder]
+           os.path.join(ROOT, "tests", "gpu", "dist_rows_truth.py"), path, folder, *extra]
     log_path = os.path.join(folder, "torchrun.log")
     t0 = time.perf_counter()
     with open(log_path, "wb") as log:  # a file, not a pipe: a hung rank keeps a pipe open after its launcher died
