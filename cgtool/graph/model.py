@@ -68,11 +68,11 @@ class GraphNode:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is None or (f.name == "attrs" and not value):
+        for name in _NODE_FIELDS:  # the fields, in order (a 3,000-node report reads and writes them all)
+            value = getattr(self, name)
+            if value is None or (name == "attrs" and not value):
                 continue
-            out[f.name] = list(value) if isinstance(value, tuple) else value
+            out[name] = list(value) if isinstance(value, tuple) else value
         return out
 
     @classmethod
@@ -85,10 +85,12 @@ class GraphNode:
             if name not in data:
                 raise ValueError(f"{where} has no `{name}`")
         kwargs: dict[str, Any] = {}
-        for f in fields(cls):
-            if f.name not in data or (data[f.name] is None and f.name not in ("id", "kind")):
+        for name, expected in _NODE_FIELDS.items():
+            if name not in data:
                 continue
-            value, expected = data[f.name], _NODE_FIELDS[f.name]
+            value = data[name]
+            if value is None and name not in ("id", "kind"):
+                continue
             if expected == "dim3":
                 ok = isinstance(value, list) and len(value) == 3 and all(_is_int(v) for v in value)
                 value = tuple(value) if ok else value
@@ -97,8 +99,8 @@ class GraphNode:
             else:
                 ok = isinstance(value, _JSON_TYPES[expected])
             if not ok:
-                raise ValueError(f"{where}.{f.name} is {json_type(value)}, expected {_EXPECTED[expected]}")
-            kwargs[f.name] = value
+                raise ValueError(f"{where}.{name} is {json_type(value)}, expected {_EXPECTED[expected]}")
+            kwargs[name] = value
         if kwargs["kind"] not in KINDS:
             kwargs["attrs"] = {**kwargs.get("attrs", {}), "kind": kwargs["kind"]}
             kwargs["kind"] = "unknown"
@@ -115,6 +117,7 @@ class GraphNode:
 _NODE_FIELDS = {"id": "int", "kind": "str", "graph": "int", "name": "str", "mangled": "str", "demangled": "str",
                 "grid": "dim3", "block": "dim3", "shared_mem": "int", "copy_kind": "str", "bytes": "int",
                 "child": "int", "attrs": "dict"}
+assert tuple(_NODE_FIELDS) == tuple(f.name for f in fields(GraphNode)), "_NODE_FIELDS must list GraphNode's fields"
 _JSON_TYPES: dict[str, type | tuple[type, ...]] = {"str": str, "dict": dict}
 _EXPECTED = {"int": "a whole number", "str": "text", "dim3": "three whole numbers [x, y, z]", "dict": "an object"}
 
