@@ -73,6 +73,22 @@ def test_eager_kernels_beside_no_node_count_for_the_line_before() -> None:
     assert slower_lines(profile(200.0), GRAPH, eager)[0].eager_us == 90.0
 
 
+def test_the_launch_bound_table_counts_the_same_stretches_as_the_slower_lines() -> None:
+    """The launch-bound table's eager and replay GPU columns come from the same attribution: eager kernels that
+    match no node count for their line (the conv line ran two kernels eagerly and one in replay). Before, its eager
+    column left them out while its replay column kept every node, so on wav2vec2 (H200) the conv line read 1.04 ms
+    eager against 4.07 ms replay in one table while the slower-lines table rightly listed only attention."""
+    from cgtool.model.node_profile import eager_lines
+
+    eager = [("implicit_gemm_conv", "kernel", 50.0, 0), ("extra", "kernel", 40.0, 0), ("layer_norm", "kernel", 20.0, 1),
+             ("gemm", "kernel", 30.0, 2)]
+    p = profile(80.0)
+    rows = {r.frame: r for r in eager_lines(p, GRAPH, eager, [1000.0, 1000.0, 1000.0])}
+    assert (rows[0].gpu_us, rows[0].replay_us) == (90.0, 80.0)  # both sides of the conv line's stretch
+    assert (rows[1].gpu_us, rows[2].gpu_us) == (20.0, 30.0)
+    assert [r.frame for r in eager_lines(p, GRAPH, eager, [60.0, 1000.0, 1000.0])] == [1, 2]  # 60 µs CPU < 90 µs GPU
+
+
 def test_json_and_console() -> None:
     eager = [("fft_conv", "kernel", 85.0, 0), ("layer_norm", "kernel", 20.0, 1), ("gemm", "kernel", 30.0, 2)]
     p = profile(199.0)

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from cgtool.graph.model import Graph
-from cgtool.graph.node_align import ReplayTimes, event_key, match, node_key, timed_nodes
+from cgtool.graph.node_align import ReplayTimes, timed_nodes
 from cgtool.model.codec import Record, is_empty, is_negative, is_none, meta, rounded
 from cgtool.model.frame import Frame
-from cgtool.model.replay_slower import SlowerLine
+from cgtool.model.replay_slower import SlowerLine, line_times
 from cgtool.model.timeline import Timeline
 from cgtool.model.trace import OpRecord
 
@@ -227,31 +227,16 @@ def _counted(profile: NodeProfile, graph: Graph, times: ReplayTimes | None) -> N
 def eager_lines(profile: NodeProfile, graph: Graph, kernels: Sequence[tuple[str, str, float, int]],
                 op_cpu_us: Sequence[float]) -> list[EagerLine]:
     """The lines (as the capture table groups them) whose eager CPU time passed their eager GPU time, from one
-    profiled eager step: `kernels` (name, cat, µs, index into `op_cpu_us` of the outermost op that launched it)
-    are matched to the graph's timed nodes by kernel identity and order (node_align.match); a line's CPU time is
-    that of the ops that launched its kernels (each op counted for the first line that has it)."""
-    nodes = timed_nodes(graph)
-    got = match([node_key(n) for n in nodes], [event_key(name, cat) for name, cat, _, _ in kernels])
-    source = {n.node: (n.lib if n.lib >= 0 else n.frame, n.us or 0.0) for n in profile.nodes}
-    rows: dict[int, list[float]] = {}
-    ops: dict[int, set[int]] = {}
+    profiled eager step: `kernels` (name, cat, µs, index into `op_cpu_us` of the outermost op that launched it).
+    A line's eager and replay GPU times are those `replay_slower.line_times` gives it (the same stretches of the
+    step on both sides, where eager and the capture ran different kernels too, so the columns compare); its CPU
+    time is that of the ops that launched its eager kernels (each op counted for the first line that has it)."""
     claimed: set[int] = set()
-    for node, j in zip(nodes, got):
-        line, us = source.get(node.id, (-1, 0.0))
-        if line < 0:
-            continue
-        row = rows.setdefault(line, [0.0, 0.0, 0.0])
-        row[2] += us
-        if j is None:
-            continue
-        row[1] += float(kernels[j][2])
-        op = kernels[j][3]
-        if 0 <= op < len(op_cpu_us) and op not in claimed:
-            claimed.add(op)
-            ops.setdefault(line, set()).add(op)
     out = []
-    for line, (_, gpu, replay) in rows.items():
-        cpu = sum(op_cpu_us[o] for o in ops.get(line, ()))
-        if cpu > gpu:
-            out.append(EagerLine(line, cpu, gpu, replay))
+    for line, t in line_times(profile, graph, kernels).items():  # node order: an op is claimed as before
+        ops = {kernels[j][3] for j in t.kernels if 0 <= kernels[j][3] < len(op_cpu_us)} - claimed
+        claimed |= ops
+        cpu = sum(op_cpu_us[o] for o in ops)
+        if cpu > t.eager_us:
+            out.append(EagerLine(line, cpu, t.eager_us, t.replay_us))
     return sorted(out, key=lambda e: -(e.cpu_us - e.replay_us))

@@ -61,27 +61,40 @@ class SlowerLine(Record):
 def slower_lines(profile: Any, graph: Graph, kernels: Sequence[tuple[str, str, float, int]],
                  ratio: float = RATIO, min_us: float = MIN_US) -> list[SlowerLine]:
     """The lines slower in replay than in one profiled eager step (`kernels`: name, cat, µs, op, in GPU order),
-    most extra time first. `profile`: the NodeProfile (cgtool/model/node_profile.py, which imports this module).
+    most extra time first, by each line's eager and replay GPU time as `line_times` attributes them.
+    `profile`: the NodeProfile (cgtool/model/node_profile.py, which imports this module)."""
+    out = []
+    for line, r in line_times(profile, graph, kernels).items():
+        if r.eager_us > 0 and r.replay_us >= ratio * r.eager_us and r.replay_us - r.eager_us >= min_us:
+            out.append(SlowerLine(line, r.eager_us, r.replay_us, _once(r.eager_names), _once(r.replay_names),
+                                  tuple(sorted(r.spans))))
+    return sorted(out, key=lambda s: -(s.replay_us - s.eager_us))
+
+
+def line_times(profile: Any, graph: Graph, kernels: Sequence[tuple[str, str, float, int]]) -> dict[int, LineTime]:
+    """Each line's GPU time in one profiled eager step and in replay (the median node times), both over the same
+    stretches of the step, so that the two can be compared (the launch-bound table and the slower lines use it).
 
     Matched pairs (the same kernel both sides) count for the node's line on both sides. Between two consecutive
     matched pairs, the unmatched nodes and the unmatched eager kernels are one gap, the place where the two sides
     ran different kernels; a gap counts wholly (both sides) for the line of most replay time among its nodes, and
     names the other lines it spans; eager kernels where replay has no node count for the line of the matched node
     before them. So each side's time on a line covers the same stretch of the step, and every eager kernel after
-    the first match has a line."""
+    the first match has a line. The matched pairs of a line are in `pairs` (node index, kernel index)."""
     nodes = timed_nodes(graph)
     got = match([node_key(n) for n in nodes], [event_key(name, cat) for name, cat, _, _ in kernels])
     source = {n.node: (n.lib if n.lib >= 0 else n.frame, n.us or 0.0) for n in profile.nodes}
     lines = [source.get(n.id, (-1, 0.0))[0] for n in nodes]
     node_us = [source.get(n.id, (-1, 0.0))[1] for n in nodes]
-    rows: dict[int, _Row] = {}
+    rows: dict[int, LineTime] = {}
 
-    def row(line: int) -> _Row:
-        return rows.setdefault(line, _Row())
+    def row(line: int) -> LineTime:
+        return rows.setdefault(line, LineTime())
 
     for i, j in enumerate(got):
         if j is not None and lines[i] >= 0:
             row(lines[i]).add(kernels[j][2], node_us[i], (), ())
+            row(lines[i]).kernels.append(j)
     for gap_nodes, gap_kernels, before in _gaps(got, len(kernels)):
         replay_by: dict[int, float] = {}
         for i in gap_nodes:
@@ -91,27 +104,27 @@ def slower_lines(profile: Any, graph: Graph, kernels: Sequence[tuple[str, str, f
             if before >= 0 and lines[before] >= 0:
                 row(lines[before]).add(sum(kernels[j][2] for j in gap_kernels), 0.0,
                                        [short_name(kernels[j][0], 50) for j in gap_kernels], ())
+                row(lines[before]).kernels.extend(gap_kernels)
             continue
         main = max(replay_by, key=lambda k: (replay_by[k], -k))
         row(main).add(sum(kernels[j][2] for j in gap_kernels), sum(replay_by.values()),
                       [short_name(kernels[j][0], 50) for j in gap_kernels],
                       [short_name(_name(nodes[i]), 50) for i in gap_nodes if lines[i] >= 0])
+        row(main).kernels.extend(gap_kernels)
         row(main).spans.update(k for k in replay_by if k != main)
-    out = []
-    for line, r in rows.items():
-        if r.eager_us > 0 and r.replay_us >= ratio * r.eager_us and r.replay_us - r.eager_us >= min_us:
-            out.append(SlowerLine(line, r.eager_us, r.replay_us, _once(r.eager_names), _once(r.replay_names),
-                                  tuple(sorted(r.spans))))
-    return sorted(out, key=lambda s: -(s.replay_us - s.eager_us))
+    return rows
 
 
 @dataclass
-class _Row:
+class LineTime:
+    """One line's GPU time eager and in replay over the same stretches of the step (line_times)."""
+
     eager_us: float = 0.0
     replay_us: float = 0.0
     eager_names: list[str] = field(default_factory=list)  # the kernels only one side ran (gaps)
     replay_names: list[str] = field(default_factory=list)
     spans: set[int] = field(default_factory=set)
+    kernels: list[int] = field(default_factory=list)  # the eager kernels (indexes) counted on this line
 
     def add(self, eager_us: float, replay_us: float, eager_names: Sequence[str], replay_names: Sequence[str]) -> None:
         self.eager_us += eager_us
