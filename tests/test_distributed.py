@@ -184,7 +184,7 @@ def test_the_verdict_line_keeps_a_failed_replay_check_beside_the_speedup():
         rr.report.replay = ReplayCheck("match", "inputs(12)")
         ranks.append(rr)
     ranks[1].report.replay = ReplayCheck("error", "inputs(12)", (), "could not compare (RuntimeError: boom)")
-    rep = merge(Job("capture", S, "step"), LaunchOutcome(ranks, ["torchrun"]), {"warmup": 11})
+    rep = merge(Job("capture", S, "step"), LaunchOutcome(ranks, ["torchrun"]), CaptureSettings(warmup=11))
     line = verdict_line(rep)
     assert line.startswith("2 ranks captured; step (slowest rank) eager") and "5.0× faster" in line
     assert "rank 1: replay check failed: could not compare (RuntimeError: boom)" in line

@@ -11,7 +11,7 @@ import json
 from cgtool.commands.distributed import exit_code
 from cgtool.model.compiled import CompiledRun, GraphBreak, TreeFunction
 from cgtool.model.frame import Frame
-from cgtool.model.job import Job
+from cgtool.model.job import CaptureSettings, Job
 from cgtool.model.ranks import FINISHED, DistReport, RankResult
 from cgtool.model.report import COMPILED, Report
 from cgtool.render.distributed import rank_table, verdict_line
@@ -40,7 +40,7 @@ def compiled_rank(r: int, eager: float, as_compiled: float, errors: bool = False
 def test_compiled_ranks_merge_as_a_success_with_their_step_time():
     ranks = [compiled_rank(0, 24000.0, 22000.0), compiled_rank(1, 23000.0, 23500.0)]
     outcome = LaunchOutcome(ranks, ["torchrun"])
-    rep = merge(Job("capture", S, "step"), outcome, {"warmup": 11})
+    rep = merge(Job("capture", S, "step"), outcome, CaptureSettings(warmup=11))
     s0 = rep.ranks[0].summary
     assert (s0["status"], s0["graphs"], s0["kernels"], s0["breaks"]) == ("compiled", 10, 54, 1)
     assert s0["eager_us"] == 24000.0 and s0["replay_us"] == 22000.0
@@ -65,6 +65,6 @@ def test_compiled_ranks_merge_as_a_success_with_their_step_time():
 def test_a_compiled_rank_with_an_error_still_fails_the_run():
     ranks = [compiled_rank(0, 24000.0, 22000.0), compiled_rank(1, 23000.0, 23500.0, errors=True)]
     outcome = LaunchOutcome(ranks, ["torchrun"])
-    rep = merge(Job("capture", S, "step"), outcome, {"warmup": 11})
+    rep = merge(Job("capture", S, "step"), outcome, CaptureSettings(warmup=11))
     assert rep.ranks[1].failed and not rep.ranks[0].failed
     assert int(exit_code(rep, outcome)) == 1

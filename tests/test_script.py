@@ -94,14 +94,15 @@ def test_a_list_is_one_argument_only_tuples_spread():
 def test_setup_and_inputs_load_by_the_names_a_job_asks_for(tmp_path):
     """cgtool.check(step, setup=make) sends Job.settings setup_fn="make" (None: no setup at all)."""
     from cgtool.errors import CgtoolError
+    from cgtool.model.job import CaptureSettings
     from cgtool.script.contract import contract_names, load_script
 
     path = tmp_path / "s.py"
     path.write_text("def make(device):\n    return {'a': 1}\n\ndef setup(device):\n    return {'b': 2}\n\n"
                     "def inputs(i, device):\n    return {'c': i}\n\ndef step(a):\n    return a\n")
-    script = load_script(str(path), "step", *contract_names({"setup_fn": "make", "inputs_fn": None}))
+    script = load_script(str(path), "step", *contract_names(CaptureSettings(setup_fn="make", inputs_fn=None)))
     assert script.setup.__name__ == "make" and script.inputs is None and script.names == ("make", None)
     assert script.call_step(script.call_setup("cpu"), script.call_inputs(0, "cpu")) == 1
-    assert load_script(str(path), "step", *contract_names({})).setup.__name__ == "setup"  # the contract's defaults
+    assert load_script(str(path), "step", *contract_names(CaptureSettings())).setup.__name__ == "setup"  # the contract's defaults
     with pytest.raises(CgtoolError, match=r"has no function `nope\(\)` \(asked for as setup\)"):
         load_script(str(path), "step", "nope", None)
