@@ -20,6 +20,8 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin
 
+from cgtool.graph.model import json_type
+
 R = TypeVar("R", bound="Record")
 Reader = Callable[[Any], Any]
 Writer = Callable[[Any], Any]
@@ -108,7 +110,7 @@ class Record:
     def json_in(cls, d: Any) -> Mapping[str, Any]:
         """The JSON as this version reads it; override for legacy shapes and schema checks."""
         if not isinstance(d, (dict, Mapping)):
-            raise ValueError(f"{_words(cls.__name__)} is {_json_kind(d)} where an object belongs")
+            raise ValueError(f"{_words(cls.__name__)} is {json_type(d)} where an object belongs")
         return d
 
     def json_out(self, d: dict[str, Any]) -> dict[str, Any]:
@@ -120,19 +122,6 @@ def _words(name: str) -> str:
     """A record's class name as words for a message ("ErrorRecord" -> "an error record")."""
     words = "".join(" " + c.lower() if c.isupper() else c for c in name).strip()
     return ("an " if words[:1] in "aeiou" else "a ") + words
-
-
-def _json_kind(value: Any) -> str:
-    """How a JSON value reads in a message ("null", "text", "a list", ...), not Python's type name."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true or false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "text"
-    return "a list" if isinstance(value, (list, tuple)) else "a value of another kind"
 
 
 def encode(record: Record) -> dict[str, Any]:
