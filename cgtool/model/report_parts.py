@@ -91,7 +91,7 @@ class TensorDiff(Record):
 @dataclass(frozen=True)
 class ReplayCheck(Record):
     JSON_ORDER = ("status", "inputs", "max_abs", "max_rel", "tensors", "note", "steps", "first_differing_step",
-                  "counters")
+                  "counters", "reference")
     JSON_COMPUTED = {"max_abs": lambda r: r.max_abs, "max_rel": lambda r: r.max_rel}
 
     status: str  # "match", "mismatch", "skipped", "error"
@@ -103,10 +103,19 @@ class ReplayCheck(Record):
     # integer state tensors one eager step advanced (a static cache's write position, a step count): calls in a
     # row carry them further, so timing runs blocks of at most `steps` calls, each from the checked state
     counters: tuple[str, ...] = ()
+    # what the other run was judged against when not eager: a pieced step whose difference from eager is
+    # torch.compile's own rounding is judged against the same step compiled without CUDA graphs (capture/pieced_check.py)
+    reference: str = field(default="", metadata=meta(omit=is_empty))
 
     @property
     def max_abs(self) -> float:
         return max((t.max_abs for t in self.tensors), default=0.0)
+
+    @property
+    def verdict(self) -> str:
+        """"matches eager", "differs from eager", "skipped against eager", or against `reference` instead."""
+        verb = {"match": "matches", "mismatch": "differs from"}.get(self.status, f"{self.status} against")
+        return f"{verb} {self.reference or 'eager'}"
 
     @property
     def max_rel(self) -> float:

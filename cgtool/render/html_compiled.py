@@ -70,6 +70,11 @@ def piecewise_html(p: Piecewise, src: SourceLines) -> str:
             for x in p.pieces], numeric=(0, 1, 2, 3)))
         parts.append(f"<p>{p.kernels_in_graphs} kernels in graphs, {p.kernels_outside} launched outside any graph "
                      "per step</p>")
+    if p.replay is not None:
+        r = p.replay
+        parts.append(f"<p><b>replay</b> of the pieced step {esc(r.verdict)} over {r.steps} step(s) "
+                     f"({len(r.tensors)} tensors, max abs error {r.max_abs:.3g})" + (f": {esc(r.note)}" if r.note else "")
+                     + "</p>")
     if p.timings is not None:
         parts.append(f"<p><b>eager</b> {esc(fmt_us(p.timings.eager_us))} → <b>pieced</b> "
                      f"{esc(fmt_us(p.timings.replay_us))} ({p.timings.speedup:.2f}×)</p>")

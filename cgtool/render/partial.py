@@ -107,8 +107,8 @@ def _modes(e: ModuleEntry) -> str:
 def _replay_and_time(replay, timings, out: Console, what: str) -> None:  # noqa: ANN001 - report parts
     if replay is not None:
         colour = {"match": "green", "mismatch": "red"}.get(replay.status, "yellow")
-        out.print(f"  [{colour}]replay of the {escape(what)} {'matches' if replay.status == 'match' else replay.status}"
-                  f" eager[/] ({len(replay.tensors)} tensors, max abs error {replay.max_abs:.3g})"
+        out.print(f"  [{colour}]replay of the {escape(what)} {escape(replay.verdict)}[/] "
+                  f"({len(replay.tensors)} tensors, max abs error {replay.max_abs:.3g})"
                   + (f": {escape(replay.note)}" if replay.note else ""))
     if timings is not None:
         out.print(f"  eager {fmt_us(timings.eager_us)} → {escape(what)} {fmt_us(timings.replay_us)}: "

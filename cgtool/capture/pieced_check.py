@@ -1,0 +1,71 @@
+"""The pieced step's replay check when it differs from eager: judged again against the same step compiled without
+CUDA graphs, so torch.compile's own rounding is not taken for a CUDA-graph hazard.
+
+torch.compile(step, backend="cudagraphs") runs the graphs dynamo and AOTAutograd make from the step, recorded as CUDA
+graphs; those graphs may compute in another order than eager (an optimizer's bias correction on the GPU instead of
+in Python), so the pieced step can differ from eager by rounding that compounds over the steps while eager repeated
+twice is bit-identical (its noise, the comparator's allowance, is 0). backend="aot_eager" runs the same graphs as
+plain kernels: the difference between it and the pieced step is the CUDA graphs' alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from cgtool.model.report import ReplayCheck
+
+REFERENCE = 'the same step compiled without CUDA graphs (torch.compile(step, backend="aot_eager"))'
+
+
+def recheck_against_compiled(step: Any, fresh: list[Any], label: str, against_eager: ReplayCheck) -> ReplayCheck:
+    """`against_eager` (a mismatch) judged again: the pieced step against `REFERENCE` from the same state on the same
+    inputs. `step`: capture/pieces.PiecedStep. What the compiled reference raises leaves the eager verdict, with why."""
+    import torch
+
+    from cgtool.capture.compare_runs import compare_steps
+    from cgtool.capture.pieces import PiecedStepFailed
+
+    session = step.eager.with_script(dataclasses.replace(step.eager.script, step=torch.compile(
+        step.eager.script.step, backend="aot_eager")))
+
+    def run_compiled(inputs: Any) -> Any:
+        return session.call(step.static_inputs if inputs is None else inputs)
+
+    step.now = f"on {label} (the replay check against the compiled step without CUDA graphs)"
+    try:
+        against_compiled = compare_steps(step.state, run_compiled, step.run_pieced, fresh, step.stream, label,
+                                         what="pieced step")
+    except PiecedStepFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the reference could not run: the eager verdict stands, with why
+        from cgtool.script.errors import first_line
+
+        cause = getattr(exc, "exc", exc)  # ScriptRaised wraps what the compiled step raised
+        return unresolved(against_eager, f"{type(cause).__name__}: {first_line(str(cause))[:200]}")
+    return judged(against_eager, against_compiled)
+
+
+def judged(against_eager: ReplayCheck, against_compiled: ReplayCheck) -> ReplayCheck:
+    """The verdict of the two checks: the pieced step matches the compiled step without graphs → a match judged
+    against that step, the difference from eager named as torch.compile's; else the eager mismatch, saying the
+    compiled step without graphs does not explain it."""
+    if against_compiled.status == "match":
+        bad = ", ".join(f"`{d.name}`" for d in against_eager.tensors if not d.ok)
+        why = (f"differs from eager from step {against_eager.first_differing_step} of {against_eager.steps} (max abs "
+               f"{against_eager.max_abs:.3g}{': ' + bad if bad else ''}) as {REFERENCE} does, which the pieced step "
+               f"matches over {against_compiled.steps} step(s): torch.compile's kernels round differently from eager's "
+               "(not a CUDA-graph hazard)")
+        return dataclasses.replace(against_compiled, reference=REFERENCE,
+                                   note="; ".join(x for x in (why, against_compiled.note) if x))
+    at = against_compiled.first_differing_step
+    why = (f"{REFERENCE} does not explain it: the pieced step differs from that too"
+           + (f" (step {at}, max abs {against_compiled.max_abs:.3g})" if against_compiled.status == "mismatch" else
+              f" ({against_compiled.status}: {against_compiled.note})"))
+    return dataclasses.replace(against_eager, note="; ".join(x for x in (against_eager.note, why) if x))
+
+
+def unresolved(against_eager: ReplayCheck, error: str) -> ReplayCheck:
+    """The eager mismatch, noting that the compiled step without CUDA graphs could not be run to tell them apart."""
+    why = f"{REFERENCE} could not run to tell torch.compile's rounding from the graphs' ({error})"
+    return dataclasses.replace(against_eager, note="; ".join(x for x in (against_eager.note, why) if x))
