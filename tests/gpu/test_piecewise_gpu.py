@@ -63,6 +63,7 @@ def test_piecewise_library_hazard(path, cgtool, work, measured):
 # is then judged against the same step compiled without CUDA graphs (capture/pieced_check.py). Plain PyTorch decides
 # what cgtool must say: eager twice, backend="aot_eager" and backend="cudagraphs" over 6 steps from the same state.
 ROUNDING_SAMPLES = ["tests/realworld/hazards/timm_optim_factory_adamw.py"]
+ROUNDING = 1e-6  # a few float32 ulps of a weight near 1
 
 
 @pytest.mark.parametrize("path", ROUNDING_SAMPLES, ids=os.path.basename)
@@ -79,20 +80,25 @@ def test_piecewise_library_hazard_judged_beside_plain_pytorch(path, cgtool, work
     assert line, t.stdout[-2000:] + t.stderr[-3000:]
     truth = json.loads(line[-1][6:])
     save_artifact("pieced-truth.txt", json.dumps(truth, indent=1))
-    assert truth["eager~eager_again"]["first_differing_step"] is None, f"eager is not repeatable here: {truth}"
-    graphs_exact = truth["aot_eager~cudagraphs"]["first_differing_step"] is None
-    compile_rounds = truth["eager~aot_eager"]["first_differing_step"] is not None
+    # eager is not bit-repeatable everywhere (H100: this sample's eager runs drift apart by 3.7e-09 at step 1 and
+    # 7.5e-05 at step 6): at each step a difference counts where it is over 4x eager's own and over float32 rounding
+    noise = truth["eager~eager_again"]["max_abs_per_step"]
+    beyond = lambda pair: [k + 1 for k, (d, n) in enumerate(zip(truth[pair]["max_abs_per_step"], noise))  # noqa: E731
+                           if d > max(4 * n, ROUNDING)]
+    graphs_exact = not beyond("aot_eager~cudagraphs")
+    compile_rounds = bool(beyond("eager~aot_eager"))
     out = os.path.join(work, "capture", "pieced_truth_" + os.path.basename(path)[:-3])
     r = cgtool("capture", path, "--piecewise", "--out", out, "--timeout", "120", timeout=280)
     rp = ((read_json(os.path.join(out, "report.json")) or {}).get("piecewise") or {}).get("replay") or {}
-    measured(f"plain: eager~aot_eager {truth['eager~aot_eager']['max_abs_per_step']}, aot_eager~cudagraphs "
+    measured(f"plain: eager~eager {noise}, eager~aot_eager {truth['eager~aot_eager']['max_abs_per_step']}, aot_eager~cudagraphs "
              f"{truth['aot_eager~cudagraphs']['max_abs_per_step']}; cgtool: {rp.get('status')} against "
              f"{rp.get('reference') or 'eager'}, max abs {rp.get('max_abs')}: {str(rp.get('note'))[:300]}")
     assert rp, f"no pieced replay check; exit {r.returncode}: {r.stdout[-2000:]}"
     if not graphs_exact:  # the CUDA graphs themselves change the values: cgtool must not explain it away
         assert rp["status"] == "mismatch", rp
-    elif compile_rounds:  # torch.compile rounds, the graphs add nothing: a match against the compiled step
-        assert rp["status"] == "match" and rp.get("reference") == REFERENCE, rp
-        assert "differs from eager from step" in rp["note"], rp
-    else:  # all four identical: a plain match against eager
-        assert rp["status"] == "match" and not rp.get("reference"), rp
+    else:  # the graphs add nothing beyond eager's own noise: a match (against the compiled step where cgtool's
+        # eager check saw torch.compile's rounding, and then saying so)
+        assert rp["status"] == "match", rp
+        assert rp.get("reference") in (None, "", REFERENCE), rp
+        if rp.get("reference"):
+            assert compile_rounds and "differs from eager from step" in rp["note"], (rp, truth)
