@@ -172,7 +172,7 @@ def html_beside(out_file: str | None) -> str | None:
 
 def _histogram(path: str | None, batch_range: tuple[int, int] | None, sizes: list[int] | None) -> dict[int, float] | None:
     """The batches the plan is for, from --histogram or --batch-range; None when no plan is asked for."""
-    from cgtool.bench.size_plan import parse_histogram, range_histogram
+    from cgtool.bench.size_inputs import parse_histogram, range_histogram
     from cgtool.errors import CgtoolError, ExitCode
 
     if path is None and batch_range is None:
