@@ -17,9 +17,10 @@ def refuse_unused(piecewise: bool, given: list[str]) -> None:
 
     if given:
         how = "--piecewise" if piecewise else "--modules"
-        raise CgtoolError(f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} not supported with {how} "
-                          "yet: bench times the partial capture once, without a size sweep, plot, comparison or L2 "
-                          "flush (docs/partial.md); leave them out.", ExitCode.USAGE)
+        one = len(given) == 1
+        raise CgtoolError(f"{', '.join(given)} {'is' if one else 'are'} not supported with {how} yet: bench "
+                          "times the partial capture once, without a size sweep, plot, comparison or L2 flush "
+                          f"(docs/partial.md); leave {'it' if one else 'them'} out.", ExitCode.USAGE)
 
 
 def bench_partial(target: str, entry: str | None, timeout: float, settings: PartialSettings,

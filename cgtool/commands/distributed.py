@@ -72,9 +72,11 @@ def refuse_bench_options_on_ranks(nproc: int | None, asked: int | None, unsuppor
     if not wants_distributed(nproc):
         return
     if unsupported:  # the run on ranks writes the merged report only
-        raise CgtoolError(f"{', '.join(unsupported)} {'is' if len(unsupported) == 1 else 'are'} not supported on "
-                          f"ranks yet ({_on_ranks_because(asked)}): bench on ranks writes the merged report "
-                          "(cgtool-out/<stem>/report.json, report.html, --html); leave them out.", ExitCode.USAGE)
+        one = len(unsupported) == 1
+        raise CgtoolError(f"{', '.join(unsupported)} {'is' if one else 'are'} not supported on ranks yet, and "
+                          f"{_on_ranks_because(asked)}: bench on ranks writes the merged report "
+                          f"(cgtool-out/<stem>/report.json, report.html, --html); leave {'it' if one else 'them'} "
+                          "out.", ExitCode.USAGE)
     if stopping:
         options = " and ".join(stopping)
         raise CgtoolError(f"{options} {'sets' if len(stopping) == 1 else 'set'} when bench's adaptive measuring "
