@@ -70,7 +70,7 @@ def measure(prep: Prepared, settings: MeasureSettings, progress: PhaseLog, size:
     from cgtool.bench.timing import calibrate, time_block
 
     fns, stream = prep.fns, prep.stream
-    flush = _l2_flusher() if settings.l2_flush else None
+    flush = l2_flusher() if settings.l2_flush else None
     was_enabled = gc.isenabled()
     gc.collect()
     gc.disable()
@@ -108,7 +108,7 @@ def measure(prep: Prepared, settings: MeasureSettings, progress: PhaseLog, size:
             gc.enable()
 
 
-def _l2_flusher():
+def l2_flusher():
     """A callable that evicts the L2 cache by writing a buffer twice its size."""
     import torch
 

@@ -75,20 +75,22 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
     \b
     With --piecewise or --modules DEPTH, bench times partial capture instead (the step in pieces, or with
     its capturable submodules graphed) with the same method; the JSON is the partial job's result.
+    --sizes, --plot, --compare, --fail-if-slower, --l2-flush and --html are not supported there (a usage error).
 
     \b
     Exit codes: 0 measured; 1 a size failed, or --fail-if-slower found a regression; 2 usage error;
     3 no CUDA device; 4 the worker crashed or timed out; 130 interrupted.
 
     \b
-    --nproc-per-node N: every rank captures, then times eager and replay in lockstep (the same fixed
-    iterations on every rank: adaptive stopping would desynchronise the ranks' collectives); the
-    step time is the slowest rank's. Writes the merged report to cgtool-out/<stem>/ (docs/distributed.md);
+    --nproc-per-node N: every rank captures, then times eager and replay in lockstep (6 alternating
+    blocks of --iters, default 50, per mode on every rank: adaptive stopping would desynchronise the
+    ranks' collectives); --l2-flush applies; the step time is the slowest rank's. Writes the merged
+    report to cgtool-out/<stem>/ (docs/distributed.md). --budget-s, --ci (the adaptive stopping rule),
     --out, --plot, --compare, --fail-if-slower and --sizes are not supported on ranks (a usage error).
     """
     from cgtool.commands.common import make_job
-    from cgtool.commands.distributed import (capture_distributed, ranks_to_start, refuse_partial_on_ranks,
-                                             wants_distributed)
+    from cgtool.commands.distributed import (capture_distributed, given, ranks_to_start,
+                                             refuse_bench_options_on_ranks, refuse_partial_on_ranks, wants_distributed)
     from cgtool.errors import CgtoolError, ExitCode
     from cgtool.model.job import BenchSettings, CaptureSettings, PartialSettings
     from cgtool.script.contract import parse_target
@@ -102,16 +104,19 @@ def bench(target: str, entry: str | None, warmup: int, timeout: float, budget_s:
         raise CgtoolError("A capture-size plan (--histogram, --batch-range) comes from a plain --sizes sweep: not with "
                           "--piecewise, --modules or --nproc-per-node.", ExitCode.USAGE)
     refuse_partial_on_ranks(piecewise, modules_depth, nproc, asked)
-    dropped = [o for o, v in (("--out", out_file), ("--plot", plot_path), ("--compare", baseline),
-                              ("--fail-if-slower", fail_if_slower), ("--sizes", sizes)) if v is not None]
-    if wants_distributed(nproc) and dropped:  # the run on ranks writes the merged report only (docs/distributed.md)
-        raise CgtoolError(f"{', '.join(dropped)} {'is' if len(dropped) == 1 else 'are'} not supported on ranks yet: "
-                          "bench on ranks writes the merged report (cgtool-out/<stem>/report.json, report.html, "
-                          "--html); leave them out.", ExitCode.USAGE)
+    refuse_bench_options_on_ranks(nproc, asked, [o for o, v in (
+        ("--out", out_file), ("--plot", plot_path), ("--compare", baseline), ("--fail-if-slower", fail_if_slower),
+        ("--sizes", sizes)) if v is not None], [o for o, p in (("--budget-s", "budget_s"), ("--ci", "ci_pct"))
+                                               if given(p)])
     if wants_distributed(nproc):
         job = make_job(target, entry, CaptureSettings(warmup=warmup, replay_check=False, checks=False, timing=True,
-                                                      timing_per_block=iters or 50))
+                                                      timing_per_block=iters or 50, timing_l2_flush=l2_flush))
         capture_distributed(job, nproc, timeout, None, as_json, quiet, html_path)
+    if piecewise or modules_depth is not None:
+        from cgtool.commands.bench_partial import refuse_unused
+
+        refuse_unused(piecewise, [o for o, v in (("--sizes", sizes), ("--plot", plot_path), ("--compare", baseline), (
+            "--fail-if-slower", fail_if_slower), ("--l2-flush", l2_flush or None)) if v is not None])
 
     histogram = _histogram(histogram_file, batch_range, sizes)
     if fail_if_slower is not None and not baseline:
@@ -167,7 +172,7 @@ def html_beside(out_file: str | None) -> str | None:
 
 def _histogram(path: str | None, batch_range: tuple[int, int] | None, sizes: list[int] | None) -> dict[int, float] | None:
     """The batches the plan is for, from --histogram or --batch-range; None when no plan is asked for."""
-    from cgtool.bench.size_plan import parse_histogram, range_histogram
+    from cgtool.bench.size_inputs import parse_histogram, range_histogram
     from cgtool.errors import CgtoolError, ExitCode
 
     if path is None and batch_range is None:

@@ -7,7 +7,7 @@ import click
 
 
 def sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> list[int] | None:
-    from cgtool.bench.size_plan import parse_sizes
+    from cgtool.bench.size_inputs import parse_sizes
 
     if value is None:  # not given; an empty --sizes '' is an error
         return None
@@ -18,7 +18,7 @@ def sizes(ctx: click.Context, param: click.Parameter, value: str | None) -> list
 
 
 def budget(ctx: click.Context, param: click.Parameter, value: str | None) -> int | None:
-    from cgtool.bench.size_plan import parse_bytes
+    from cgtool.bench.size_inputs import parse_bytes
 
     if value is None:
         return None

@@ -10,6 +10,19 @@ from cgtool.model.exit_codes import bench_partial_exit
 from cgtool.model.job import PartialSettings
 
 
+def refuse_unused(piecewise: bool, given: list[str]) -> None:
+    """The bench options partial capture's careful timing does not use (no sweep, plot, comparison or L2 flush
+    there): a usage error before the worker starts, never dropped in silence."""
+    from cgtool.errors import CgtoolError, ExitCode
+
+    if given:
+        how = "--piecewise" if piecewise else "--modules"
+        one = len(given) == 1
+        raise CgtoolError(f"{', '.join(given)} {'is' if one else 'are'} not supported with {how} yet: bench "
+                          "times the partial capture once, without a size sweep, plot, comparison or L2 flush "
+                          f"(docs/partial.md); leave {'it' if one else 'them'} out.", ExitCode.USAGE)
+
+
 def bench_partial(target: str, entry: str | None, timeout: float, settings: PartialSettings,
                   out_file: str | None, as_json: bool, quiet: bool) -> None:
     from cgtool.model.report import ErrorRecord

@@ -40,29 +40,57 @@ def wants_distributed(nproc: int | None) -> bool:
     return bool(nproc) or under_torchrun()
 
 
+def _on_ranks_because(asked: int | None) -> str:
+    """Why this run is on ranks: --nproc-per-node as given (`asked`), the user's torchrun, or a script written
+    for ranks (a plain run analyses it as a world of one rank)."""
+    from cgtool.worker.distributed import under_torchrun
+
+    if asked:
+        return f"--nproc-per-node {asked} runs the step on ranks"
+    if under_torchrun():
+        return "under torchrun the step runs on ranks"
+    return "the script is written for ranks (it uses torch.distributed), so it runs as a world of one rank"
+
+
 def refuse_partial_on_ranks(piecewise: bool, modules_depth: int | None, nproc: int | None, asked: int | None) -> None:
     """--piecewise / --modules capture one process's step; a run on ranks (--nproc-per-node, torchrun, or a
     script written for ranks, which a plain run analyses as a world of one) has no per-rank partial capture yet:
     a usage error that says so, never options dropped in silence. `asked`: --nproc-per-node as given."""
-    from cgtool.worker.distributed import under_torchrun
-
     if not (piecewise or modules_depth is not None) or not wants_distributed(nproc):
         return
     options = " and ".join(o for o, on in (("--piecewise", piecewise), ("--modules", modules_depth is not None)) if on)
-    if asked:
-        why = f"--nproc-per-node {asked} runs the step on ranks"
-    elif under_torchrun():
-        why = "under torchrun the step runs on ranks"
-    else:
-        why = "the script is written for ranks (it uses torch.distributed), so it runs as a world of one rank"
-    raise CgtoolError(f"{options} capture one process's step and {why}; partial capture per rank is not supported "
-                      "yet (docs/partial.md). Run it on a script without torch.distributed, or leave out "
-                      f"{options}.", ExitCode.USAGE)
+    raise CgtoolError(f"{options} capture one process's step and {_on_ranks_because(asked)}; partial capture per "
+                      "rank is not supported yet (docs/partial.md). Run it on a script without torch.distributed, "
+                      f"or leave out {options}.", ExitCode.USAGE)
 
 
-def warmup_given() -> bool:
+def refuse_bench_options_on_ranks(nproc: int | None, asked: int | None, unsupported: list[str],
+                                  stopping: list[str]) -> None:
+    """bench on ranks times a fixed count in lockstep and writes the merged report only: the options it cannot
+    honour are a usage error before any rank starts, never dropped in silence (docs/distributed.md).
+    `unsupported`: output and sweep options given; `stopping`: --budget-s / --ci given on the command line."""
+    if not wants_distributed(nproc):
+        return
+    if unsupported:  # the run on ranks writes the merged report only
+        one = len(unsupported) == 1
+        raise CgtoolError(f"{', '.join(unsupported)} {'is' if one else 'are'} not supported on ranks yet, and "
+                          f"{_on_ranks_because(asked)}: bench on ranks writes the merged report "
+                          f"(cgtool-out/<stem>/report.json, report.html, --html); leave {'it' if one else 'them'} "
+                          "out.", ExitCode.USAGE)
+    if stopping:
+        options = " and ".join(stopping)
+        raise CgtoolError(f"{options} {'sets' if len(stopping) == 1 else 'set'} when bench's adaptive measuring "
+                          f"stops, and {_on_ranks_because(asked)}: there every rank times the same fixed count "
+                          "(6 alternating blocks of --iters steps, default 50, per mode), since ranks that stopped "
+                          "on their own would run different numbers of collectives and wait forever "
+                          f"(docs/distributed.md). Leave out {options}, or set the count with --iters N.",
+                          ExitCode.USAGE)
+
+
+def given(name: str) -> bool:
+    """The option `name` (its parameter name) was set by the user, not left at its default."""
     ctx = click.get_current_context()
-    return ctx.get_parameter_source("warmup") != click.core.ParameterSource.DEFAULT
+    return ctx.get_parameter_source(name) != click.core.ParameterSource.DEFAULT
 
 
 def run(job: Job, nproc: int | None, timeout: float, show: bool) -> tuple[DistReport | None, Any]:
@@ -80,7 +108,7 @@ def run(job: Job, nproc: int | None, timeout: float, show: bool) -> tuple[DistRe
             detail = f" ({event['detail']})" if event.get("detail") else ""
             err.print(f"[dim]rank {rank} {event.get('t', 0):7.2f}s  {event['phase']}{detail}[/]", soft_wrap=True)
 
-    return analyse_ranks(job, nproc, timeout, warmup_given=warmup_given(), on_event=on_event)
+    return analyse_ranks(job, nproc, timeout, warmup_given=given("warmup"), on_event=on_event)
 
 
 def exit_code(report: DistReport | None, outcome: Any) -> ExitCode:

@@ -4,7 +4,7 @@ A record subclasses `Record` and gets `to_json()` / `from_json()`. Writing walks
 `JSON_ORDER`), adds the read-only keys of `JSON_COMPUTED` and recurses into records, lists, tuples and dicts;
 reading converts each key by its field's type (records, `X | None`, lists, tuples, dicts, enums, any class with
 its own `from_json` such as `Graph`; a field's own int, float or bool is cast). What a field's JSON does differently is its metadata
-(`field(metadata=meta(...))`): another key, left out when None or empty, a writer or a reader of its own, or
+(`field(metadata=meta(...))`, cgtool/model/codec_meta.py): another key, left out when None or empty, a writer or a reader of its own, or
 read but not written. Legacy shapes go through the class's `json_in` hook before reading; `json_out` may
 change the written dict last. Each class's encoder is generated once, as dataclasses makes __init__.
 Pure: no torch, no I/O (docs/report-schema.md describes the JSON itself).
@@ -14,69 +14,19 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import math
 import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin
 
 from cgtool.graph.model import json_type
+from cgtool.model.codec_meta import (  # a field's own JSON behaviour, importable from here as before
+    FieldMeta, Omit, Reader, Writer, field_meta, finite, is_empty, is_negative, is_none, meta, null_as, rounded)
 
 R = TypeVar("R", bound="Record")
-Reader = Callable[[Any], Any]
-Writer = Callable[[Any], Any]
-Omit = Callable[[Any], bool]
-
-_META = "cgtool.json"
 
 
-def is_none(value: Any) -> bool:
-    """`omit=is_none`: the key is left out when the value is None."""
-    return value is None
-
-
-def is_empty(value: Any) -> bool:
-    """`omit=is_empty`: the key is left out when the value is falsy ("", 0, False, an empty list or dict, None)."""
-    return not value
-
-
-def is_negative(value: Any) -> bool:
-    """`omit=is_negative`: the key is left out for an index of -1 (none)."""
-    return bool(value < 0)
-
-
-def rounded(digits: int) -> Writer:
-    """`write=rounded(3)`: a float written to `digits` decimals (None stays None)."""
-    return lambda v: None if v is None else round(v, digits)
-
-
-def finite(value: float) -> float | None:
-    """JSON has no infinity: an unbounded value is written as null."""
-    return value if math.isfinite(value) else None
-
-
-def null_as(unbounded: float) -> Reader:
-    """`read=null_as(math.inf)`: null reads as the unbounded value `finite` wrote as null."""
-    return lambda v: unbounded if v is None else float(v)
-
-
-def meta(*, key: str | None = None, omit: Omit | None = None, write: Writer | None = None,
-         read: Reader | None = None, written: bool = True) -> dict[str, Any]:
-    """A field's JSON behaviour, for `dataclasses.field(metadata=...)`: `key` its JSON name (else the field's
-    name); `omit(value)` true leaves the key out; `write(value)` / `read(json)` replace the generic conversion;
-    `written=False`: read (if the key is there after `json_in`) but never written."""
-    return {_META: _FieldMeta(key, omit, write, read, written)}
-
-
-# Plain classes, not dataclasses: `cgtool --help` imports this module, and each dataclass costs its exec at import.
-class _FieldMeta:
-    __slots__ = ("key", "omit", "write", "read", "written")
-
-    def __init__(self, key: str | None, omit: Omit | None, write: Writer | None, read: Reader | None,
-                 written: bool) -> None:
-        self.key, self.omit, self.write, self.read, self.written = key, omit, write, read, written
-
-
+# A plain class, not a dataclass, as FieldMeta (codec_meta.py): `cgtool --help` imports this module.
 class _Write:
     __slots__ = ("key", "name", "omit", "write", "compute")
 
@@ -170,11 +120,10 @@ _ENCODERS: dict[type, Callable[[Any], dict[str, Any]]] = {}
 _DECODERS: dict[type, list[tuple[str, str, Reader | None, bool]]] = {}
 
 
-def _record_fields(cls: type) -> list[tuple[dataclasses.Field[Any], _FieldMeta, Any]]:
+def _record_fields(cls: type) -> list[tuple[dataclasses.Field[Any], FieldMeta, Any]]:
     if not dataclasses.is_dataclass(cls) or not issubclass(cls, Record):
         raise TypeError(f"{cls.__name__} is not a dataclass Record")
-    return [(f, f.metadata.get(_META) or _FieldMeta(None, None, None, None, True), _hint(cls, f.type))
-            for f in dataclasses.fields(cls) if f.init]
+    return [(f, field_meta(f), _hint(cls, f.type)) for f in dataclasses.fields(cls) if f.init]
 
 
 def _reads(cls: type) -> list[tuple[str, str, Reader | None, bool]]:

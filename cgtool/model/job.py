@@ -54,6 +54,7 @@ class CaptureSettings(RunSettings):
     timing: bool = True  # capture's quick eager-versus-replay timing
     timing_budget_s: float = 3.0
     timing_per_block: int = 10  # a rank's lockstep timing: iterations per block
+    timing_l2_flush: bool = False  # a rank's lockstep timing: flush the L2 cache before every timed call
     checks: bool = True  # trace the step and run the rules
     node_lines: bool = False  # which line launched each graph node (a second, profiled replay)
     compiled_steady: int = COMPILED_STEADY

@@ -87,7 +87,7 @@ def run_gpu_pipeline(script: Script, settings: CaptureSettings, report: Report, 
         if settings.world_size is not None:  # a rank of a distributed run: the same iterations on every rank
             from cgtool.pipeline.rank_timing import lockstep_timings
 
-            t = lockstep_timings(captured, per_block=settings.timing_per_block)
+            t = lockstep_timings(captured, per_block=settings.timing_per_block, l2_flush=settings.timing_l2_flush)
         else:
             # calls in a row that ran without harm: the checked steps, when the check ran them all
             checked = report.replay is not None and report.replay.status in ("match", "mismatch")

@@ -147,3 +147,19 @@ def test_every_hazard_of_a_rank_script_on_two_ranks(work, measured):
     for rank, marks in per_rank.items():
         assert expected <= set(marks) and marks[("CG101", 29)] == "not-reached", (rank, marks)
     assert not leftovers()
+
+
+def test_bench_on_two_ranks_honours_l2_flush(work, measured):
+    """`bench --nproc-per-node 2 --l2-flush` dropped the flush in silence; every rank's lockstep timing flushes now."""
+    folder = os.path.join(work, "dist", "bench_l2")
+    os.makedirs(folder, exist_ok=True)
+    r = subprocess.run([sys.executable, "-m", "cgtool", "bench", os.path.join(DIST, "tensor_parallel.py"),
+                        "--nproc-per-node", "2", "--l2-flush", "--iters", "5", "--json", "--timeout", "240"],
+                       capture_output=True, text=True, cwd=folder, env=ENV, timeout=300)
+    save_artifact("distributed.txt", f"===== bench --l2-flush on 2: exit {r.returncode}\n{r.stdout[-3000:]}{r.stderr}")
+    reports = [rk.get("report") or {} for rk in json.loads(r.stdout or "{}").get("ranks", [])]
+    timings = [rep.get("timings") or {} for rep in reports]
+    measured(f"exit {r.returncode}; methods {[t.get('method', '')[:60] for t in timings]}")
+    assert r.returncode == 0 and len(reports) == 2, r.stderr[-2000:]
+    assert all(rep["settings"]["timing_l2_flush"] is True for rep in reports)
+    assert all("L2 cache flushed" in t["method"] and t["iterations"] == 30 for t in timings)
