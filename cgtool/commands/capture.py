@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -107,6 +106,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
     from cgtool.model.job import CaptureSettings
     from cgtool.render.capture import render_report
     from cgtool.render.console import console
+    from cgtool.render.json_text import json_text
     from cgtool.render.outputs import prepare_out_dir, run_complete, say_kept, write_outputs
     from cgtool.worker.service import analyse
 
@@ -147,7 +147,7 @@ def capture(target: str, entry: str | None, warmup: int, timeout: float, capture
         except CgtoolError as exc:  # a full disk, a folder gone read-only: show the report anyway, then fail
             write_error = exc
     if as_json:
-        sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
+        sys.stdout.write(json_text(report.to_json()))
     else:
         render_report(report, console(), quiet=quiet)
     say_kept(out_dir, kept)

@@ -120,10 +120,9 @@ def exit_code(report: DistReport | None, outcome: Any) -> ExitCode:
 
 def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: str | None, as_json: bool,
                         quiet: bool, html_path: str | None = None) -> None:
-    import json
-
     from cgtool.render.console import console
     from cgtool.render.distributed import dist_files, render_dist_report
+    from cgtool.render.json_text import json_text
     from cgtool.render.outputs import dist_complete, own_path, prepare_out_dir, say_kept, write_own
 
     if html_path:  # before the run, as a plain capture checks it (bench on ranks comes here first)
@@ -148,9 +147,9 @@ def capture_distributed(job: Job, nproc: int | None, timeout: float, out_dir: st
     except Exception as exc:  # noqa: BLE001 - the page must never cost the merged report.json (written next)
         console(stderr=True).print(f"report.html was not written: {type(exc).__name__}: {exc}", markup=False,
                                    soft_wrap=True)
-    write_own(out_dir, "report.json", json.dumps(report.to_json(), indent=1) + "\n", complete, kept)
+    write_own(out_dir, "report.json", json_text(report.to_json()), complete, kept)
     if as_json:
-        sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
+        sys.stdout.write(json_text(report.to_json()))
     else:
         render_dist_report(report, console(), quiet=quiet)
     say_kept(out_dir, kept)

@@ -28,7 +28,7 @@ __all__ = ["ErrorRecord", "ReplayCheck", "Report", "Skip", "TensorDiff", "Timing
 # (were `*_ms` keys of `settings`), and `settings` holds every setting of the job
 SCHEMA_VERSION = 4
 READABLE_SCHEMAS = (1, 2, 3, 4)  # a schema-1 report reads with both new sections null; schema 1-2 `skipped` as text
-PHASES = ("capture", "read_graph", "driver_dot", "node_lines", "write_dots")  # the keys of Report.phase_ms
+PHASES = ("capture", "read_graph", "driver_dot", "node_lines", "write_dots", "write_json")  # the keys of Report.phase_ms
 
 # Report.status values
 CAPTURED = "captured"  # capture ran and a graph was read

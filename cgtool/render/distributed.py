@@ -3,7 +3,6 @@ graphs' differences from rank 0, the cross-rank and per-rank findings, the step 
 
 from __future__ import annotations
 
-import json
 import os
 
 from rich.console import Console
@@ -13,6 +12,7 @@ from rich.table import Table
 from cgtool.model.exit_codes import dist_has_problems, replay_failed
 from cgtool.model.ranks import DistReport
 from cgtool.model.rules import CROSS_RANK_RULES, WORLD_OF_ONE
+from cgtool.render.json_text import json_text
 from cgtool.render.units import fmt_us
 
 
@@ -104,8 +104,8 @@ def render_dist_report(report: DistReport, out: Console, quiet: bool = False) ->
 
 def dist_files(report: DistReport) -> dict[str, str]:
     """name → text of the files a distributed capture writes: report.json (merged) and rank<r>/report.json."""
-    files = {"report.json": json.dumps(report.to_json(), indent=1) + "\n"}
+    files = {"report.json": json_text(report.to_json())}
     for r in report.ranks:
         if r.report is not None:
-            files[os.path.join(f"rank{r.rank}", "report.json")] = json.dumps(r.report.to_json(), indent=1) + "\n"
+            files[os.path.join(f"rank{r.rank}", "report.json")] = json_text(r.report.to_json())
     return files

@@ -11,7 +11,6 @@ run; write_outputs returns {name: failed name} for the caller to say so."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
@@ -21,6 +20,7 @@ from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.report import Report
 from cgtool.model.report_parts import OUTPUT_FILE, Skip
 from cgtool.render.files import failed_path, write_output
+from cgtool.render.json_text import json_text
 
 if TYPE_CHECKING:
     from cgtool.model.ranks import DistReport
@@ -144,8 +144,7 @@ def write_outputs(report: Report, out_dir: str, render_svg: bool = True, complet
         _write_html(report, put, written, report_path)
     report.outputs = {**written, "report.json": report_path}
     try:
-        write_output(report_path, json.dumps(_without_timeline_events(report.to_json(), written), indent=1) + "\n",
-                     follow_links=False)
+        write_output(report_path, report_text(report, written), follow_links=False)
     except CgtoolError:
         report.outputs = written
         raise
@@ -181,6 +180,22 @@ def _write_timeline(report: Report, put: Put, written: dict[str, str]) -> None:
         written["timeline.json"] = put("timeline.json", render_timeline(report))
     except CgtoolError as exc:
         report.skipped.append(Skip(OUTPUT_FILE, f"timeline.json: {exc.message}"))
+
+
+def report_text(report: Report, written: dict[str, str]) -> str:
+    """report.json's text (render/json_text.py: a long list one element per line); `written`: the files written
+    beside it. Sets report.phase_ms["write_json"]: the time to make the report's JSON and its text, written last in
+    the file it times (the disk write after it is not in it)."""
+    import time
+
+    t0 = time.perf_counter()
+    doc = _without_timeline_events(report.to_json(), written)
+
+    def phases() -> dict[str, float]:
+        report.phase_ms["write_json"] = round((time.perf_counter() - t0) * 1e3, 2)
+        return dict(report.phase_ms)
+
+    return json_text(doc, late={"phase_ms": phases})
 
 
 def _without_timeline_events(doc: dict[str, Any], written: dict[str, str]) -> dict[str, Any]:
