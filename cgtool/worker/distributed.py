@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, Callable
 
 from cgtool.errors import interrupted
+from cgtool.model.exit_codes import ExitCode, distributed_exit
 from cgtool.model.job import CaptureSettings, Job
 from cgtool.model.ranks import DistReport
 from cgtool.model.report import ReplayCheck, Report
@@ -55,6 +56,10 @@ def run_as_rank(job: Job, timeout: float,
     run_id = f"{os.environ.get('TORCHELASTIC_RUN_ID', 'none')}-{os.environ.get('MASTER_PORT', '0')}"
     run_dir = os.path.join(tempfile.gettempdir(), f"cgtool-ranks-{os.getuid()}-{run_id}")
     os.makedirs(run_dir, exist_ok=True)
+    rank0_pid = os.path.join(run_dir, "rank0.pid")
+    if rank == 0:  # ranks of this host that end with a failing code wait for this process (see _wait_for_rank0)
+        with open(rank0_pid, "w") as fh:
+            fh.write(str(os.getpid()))
     job_path = os.path.join(run_dir, f"job.rank{rank}.json")
     with open(job_path, "w") as fh:
         import json
@@ -67,8 +72,11 @@ def run_as_rank(job: Job, timeout: float,
     lifetime.started(proc.pid)
     tail = EventTail(os.path.join(run_dir, f"rank{rank}.events.jsonl"))
     outcome = LaunchOutcome([], cmd)
+    rank0 = None
     try:
         while proc.poll() is None and time.monotonic() - t0 < timeout:
+            if rank and rank0 is None:  # read while rank 0 is surely still running (it removes run_dir when done)
+                rank0 = _read_pid(rank0_pid)
             for event in tail.poll():
                 if on_event is not None:
                     on_event(rank, event)
@@ -86,6 +94,8 @@ def run_as_rank(job: Job, timeout: float,
         outcome.ranks = [rank_result(rank, run_dir, tail.events, proc.returncode, outcome.failure)]
         if gather.pushed(run_dir, rank):
             gather.remove_own_files(run_dir, rank)  # rank 0 has them from the store; this host's folder may be its own
+        if rank0 is not None and distributed_exit(None, outcome.failure, outcome.ranks) != ExitCode.OK:
+            _wait_for_rank0(rank0, max(5.0, timeout - (time.monotonic() - t0)))
         return None, outcome
     # rank 0's child wrote the other ranks' files into gathered/ before it ended (from the store,
     # pipeline/rank_gather.py); a rank missing there may still be in this host's folder
@@ -106,6 +116,30 @@ def run_as_rank(job: Job, timeout: float,
     merged = merge(job, outcome, job.settings)
     shutil.rmtree(run_dir, ignore_errors=True)  # every rank is done with it (rank 0 waited for them)
     return merged, outcome
+
+
+def _read_pid(path: str) -> int | None:
+    try:
+        with open(path) as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):  # not written yet, another host's rank 0, or a torn write
+        return None
+
+
+def _wait_for_rank0(pid: int, bound_s: float) -> None:
+    """A rank other than 0 that is about to exit with a failing code (3 on CPU only, 1 when it failed) waits for
+    rank 0 of its host to end first: torchrun's agent stops every worker of a host as soon as one exits non-zero,
+    and rank 0 would be stopped while it merges and writes the run's report (seen on 2 CPU cores: the report was
+    missing in 4 of 6 runs)."""
+    deadline = time.monotonic() + bound_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        except PermissionError:  # another user's process took the pid: rank 0 is gone
+            return
+        time.sleep(0.1)
 
 
 def lint_report(job: Job, nproc: int, timeout: float, stop: threading.Event | None = None) -> Report | None:
