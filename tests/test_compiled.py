@@ -8,6 +8,8 @@ import glob
 import json
 import os
 
+from dataclasses import replace
+
 import pytest
 from expect_markers import markers
 from rich.console import Console
@@ -187,6 +189,22 @@ def test_report_round_trip_and_render():
     text = console.export_text()
     assert "static input data pointer changed (arg0_1)" in text and "3 graph(s)" in text
     assert "eager 120" in compiled_verdict(again.compiled)
+
+
+def test_console_and_html_show_the_same_values():
+    """render/compiled_rows.py: one set of values, two formats (a tree function's name escaped in each)."""
+    from cgtool.render.html_compiled import compiled_html
+    from cgtool.render.html_source import SourceLines
+
+    run = run_from_probe("rerecord_static_input__default")
+    run.timings_us = {"eager": 120.0, "cudagraphs": 30.0}
+    run.functions[0] = replace(run.functions[0], name="[b]fn<1>")
+    console = Console(record=True, width=400)
+    render_compiled(run, console)
+    text, html = console.export_text(), compiled_html(run, SourceLines())
+    for said in ("3 graph(s) recorded by", "per steady step (", "eager 120 µs · cudagraphs 30 µs"):
+        assert said in text and said in html
+    assert "[b]fn<1>" in text and "[b]fn&lt;1&gt;" in html
 
 
 @pytest.mark.parametrize("reserved,live,note", [(94, 0, True), (34, 30, False), (8, 0, False)])

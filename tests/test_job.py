@@ -8,7 +8,7 @@ import json
 import pytest
 
 from cgtool.model.job import (BENCH, CAPTURE, PARTIAL, BenchSettings, CaptureSettings, Job, PartialSettings,
-                              carry_over, settings_from_json)
+                              carry_over)
 
 
 @pytest.mark.parametrize("job", [
@@ -38,7 +38,7 @@ def test_a_job_without_settings_gets_its_kinds_defaults() -> None:
 ])
 def test_settings_from_json_refuse_what_the_kind_does_not_have(kind: type, data: dict, error: str) -> None:
     with pytest.raises(ValueError, match=error):
-        settings_from_json(kind, data)
+        kind.from_json(data)
 
 
 def test_an_unknown_job_field_is_an_error() -> None:
@@ -83,3 +83,16 @@ def test_a_job_result_survives_the_result_file(tmp_path) -> None:
         JobResult(CAPTURE, partial=PartialResult())
     (tmp_path / "result.json").write_text("[1]")
     assert read_result(path) is None
+
+
+def test_the_job_file_holds_every_field_and_setting_by_name() -> None:
+    """The codec writes what the worker reads: the job's fields in order, its settings as every field of the kind
+    (tuples as lists), the same keys report.json's `settings` holds; a job file that is no object is an error."""
+    job = Job(BENCH, "/s.py", "fn", BenchSettings(sizes=(1, 8), budget_s=5.0), work_dir="/w")
+    d = job.to_json()
+    assert list(d) == ["kind", "script", "entry", "settings", "force_cpu", "work_dir"]
+    assert list(d["settings"]) == [f.name for f in dataclasses.fields(BenchSettings)]
+    assert d["settings"]["sizes"] == [1, 8] and d["settings"] == job.settings.to_json()
+    assert Job.from_json({**d, "settings": None}).settings == BenchSettings()
+    with pytest.raises(ValueError, match="where an object belongs"):
+        Job.from_json([d])  # type: ignore[arg-type]

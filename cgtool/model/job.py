@@ -1,11 +1,15 @@
 """Job: what one worker process is asked to do (capture, lint's analysis, bench or partial capture), as sent over
 the process boundary, with its settings as one frozen dataclass per kind. Built once by the commands, read by the
-pipeline; every setting's default is written here and nowhere else."""
+pipeline; every setting's default is written here and nowhere else. Job and settings are records of the one
+codec (model/codec.py); the settings are a union tagged by the job's kind, read by Job.json_in."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from collections.abc import Mapping
+from dataclasses import Field, dataclass, fields, replace
 from typing import Any, TypeVar
+
+from cgtool.model.codec import Record
 
 CAPTURE = "capture"  # capture pipeline (also lint's analysis); CPU analysis when there is no GPU
 BENCH = "bench"  # careful eager-versus-replay timing
@@ -24,9 +28,10 @@ CAPTURE_MODES = ("global", "thread_local", "relaxed")
 
 
 @dataclass(frozen=True)
-class RunSettings:
+class RunSettings(Record):
     """What every job kind reads: the warmup, the size passed to setup/inputs, the contract's names for setup and
-    inputs (None: the script has none; cgtool.check with a step callable), and torch's capture_error_mode."""
+    inputs (None: the script has none; cgtool.check with a step callable), and torch's capture_error_mode.
+    Built with the wrong type for a field, or (from JSON) with a key the kind does not have, is an error."""
 
     warmup: int = 3
     size: int | None = None
@@ -36,13 +41,26 @@ class RunSettings:
 
     def __post_init__(self) -> None:
         for f in fields(self):
-            value = getattr(self, f.name)
-            if not _is_a(value, str(f.type)):
-                raise ValueError(f"setting {f.name} must be {f.type}, not {value!r}")
+            _check_type(f, getattr(self, f.name))
         if self.warmup < 0:
             raise ValueError(f"setting warmup must be >= 0, not {self.warmup}")
         if self.capture_mode not in CAPTURE_MODES:
             raise ValueError(f"setting capture_mode must be one of {', '.join(CAPTURE_MODES)}, not {self.capture_mode!r}")
+
+    @classmethod
+    def json_in(cls, d: Any) -> Mapping[str, Any]:
+        """A key the kind does not have is an error that names the known ones; each value is checked against its
+        field's type as JSON gives it (the codec would read "3" as 3 and 1 as True)."""
+        given = super().json_in(d)
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise ValueError(f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for "
+                             f"{cls.__name__}; known: {', '.join(sorted(known))}")
+        for name, f in known.items():
+            if name in given:
+                _check_type(f, given[name])
+        return given
 
 
 @dataclass(frozen=True)
@@ -109,6 +127,11 @@ _TYPES: dict[str, tuple[type, ...]] = {"int": (int,), "float": (int, float), "bo
                                       "None": (type(None),), "tuple[int, ...]": (tuple, list)}
 
 
+def _check_type(f: Field[Any], value: Any) -> None:
+    if not _is_a(value, str(f.type)):
+        raise ValueError(f"setting {f.name} must be {f.type}, not {value!r}")
+
+
 def _is_a(value: Any, annotation: str) -> bool:
     """Whether `value` fits a settings field's annotation (the few plain types settings use; a bool is no number)."""
     for name in annotation.split(" | "):
@@ -128,21 +151,6 @@ def kind_of(settings: RunSettings) -> str:
     return next(kind for kind, cls in SETTINGS.items() if type(settings) is cls)
 
 
-def settings_to_json(settings: RunSettings) -> dict[str, Any]:
-    """Every field by name (tuples as lists): what report.json's `settings` and the job file hold."""
-    return {f.name: list(v) if isinstance(v := getattr(settings, f.name), tuple) else v for f in fields(settings)}
-
-
-def settings_from_json(kind: type[S], d: dict[str, Any]) -> S:
-    """The settings of `kind` from JSON; a key the kind does not have is an error that names the known ones."""
-    known = {f.name for f in fields(kind)}
-    unknown = sorted(set(d) - known)
-    if unknown:
-        raise ValueError(f"unknown setting{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for "
-                         f"{kind.__name__}; known: {', '.join(sorted(known))}")
-    return kind(**d)
-
-
 def carry_over(settings: RunSettings, kind: type[S], **changes: Any) -> S:
     """Settings of another kind that keep every field the two kinds share (capture's warmup, names, checks and
     timing into a partial job), with `changes` on top."""
@@ -151,7 +159,10 @@ def carry_over(settings: RunSettings, kind: type[S], **changes: Any) -> S:
 
 
 @dataclass(frozen=True)
-class Job:
+class Job(Record):
+    """The job file (worker/client.py writes it, worker/child.py and rank_child.py read it): every field, the
+    settings as every field of the kind's settings (tuples as lists), the same keys report.json's `settings` holds."""
+
     kind: str  # CAPTURE, BENCH or PARTIAL
     script: str  # absolute path of the user's script
     entry: str  # the function to capture ("step")
@@ -171,17 +182,15 @@ class Job:
     def with_work_dir(self, work_dir: str | None) -> Job:
         return replace(self, work_dir=work_dir)
 
-    def to_json(self) -> dict[str, Any]:
-        return {f.name: settings_to_json(self.settings) if f.name == "settings" else getattr(self, f.name)
-                for f in fields(self)}
-
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Job:
-        kind = d["kind"]
+    def json_in(cls, d: Any) -> Mapping[str, Any]:
+        """A known kind and no field a job does not have; `settings` (null: the kind's defaults) read as the
+        settings of `kind`: the codec reads a field by its type alone, and this field's type is told by another."""
+        given = super().json_in(d)
+        kind = given.get("kind")
         if kind not in KINDS:
             raise ValueError(f"unknown job kind {kind!r}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(d) - known)
+        unknown = sorted(set(given) - {f.name for f in fields(cls)})
         if unknown:
             raise ValueError(f"unknown job field{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}")
-        return cls(**{**d, "settings": settings_from_json(SETTINGS[kind], d.get("settings") or {})})
+        return {**given, "settings": SETTINGS[kind].from_json(given.get("settings") or {})}

@@ -11,7 +11,7 @@ from cgtool.bench.result import BenchReport, BenchResult
 from cgtool.capture.harness import CaptureFailed
 from cgtool.errors import CgtoolError, ExitCode
 from cgtool.model.graph_memory import SharedPool
-from cgtool.model.job import BenchSettings, Job, settings_to_json
+from cgtool.model.job import BenchSettings, Job
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import ErrorRecord
 from cgtool.pipeline.environment import environment
@@ -59,7 +59,7 @@ def bench_job(job: Job, progress: PhaseLog) -> BenchReport:
             traceback.print_exc()
             record = ErrorRecord(progress.current or "load", type(exc).__name__, str(exc).strip()[:2000])
         errors.append(record)
-    return BenchReport(tuple(results), settings_to_json(settings), tuple(errors), __version__,
+    return BenchReport(tuple(results), settings.to_json(), tuple(errors), __version__,
                        shared_pool=shared)
 
 

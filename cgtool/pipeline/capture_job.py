@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cgtool.model.job import CaptureSettings, Job, settings_to_json
+from cgtool.model.job import CaptureSettings, Job
 from cgtool.model.phase_log import PhaseLog
 from cgtool.model.report import CAPTURE_FAILED, CAPTURED, CPU_ONLY, CPU_SKIPPED, SCRIPT_ERROR, ErrorRecord, Report
 from cgtool.model.report_parts import HIGHER_ORDER_OP, TRACER_STOPPED, Skip
@@ -17,7 +17,7 @@ from cgtool.script.frames import user_frames_of_traceback
 def new_report(job: Job) -> Report:
     from cgtool import __version__
 
-    return Report(script=job.script, entry=job.entry, settings=settings_to_json(job.settings),
+    return Report(script=job.script, entry=job.entry, settings=job.settings.to_json(),
                   cgtool_version=__version__)
 
 

@@ -11,33 +11,24 @@ from typing import Any
 from cgtool.graph.inductor_code import Launch, launches, node_launches, stack_frames
 from cgtool.model.node_profile import LaunchSource, NodeProfile, launch_profile
 from cgtool.model.report import Report
-from cgtool.model.report_parts import NODE_LINES, PROFILER_FAILED, Skip
+from cgtool.model.report_parts import NODE_LINES, Skip
 from cgtool.script.frames import is_user_file, make_frame
 
 
 def compiled_node_lines(captured: Any, graph: Any, report: Report) -> NodeProfile:
     """Every generated module of the process is read, in load order (the worker runs one script)."""
     from cgtool.capture.inductor_modules import generated_modules
-    from cgtool.capture.kernel_split import replay_events
-    from cgtool.capture.replay_profile import profile_replays
     from cgtool.capture.timeline_events import timeline
-    from cgtool.graph.node_align import replay_times
+    from cgtool.pipeline.gpu_run import profiled_replay_times
 
     t0 = time.perf_counter()
     found: list[Launch] = []
     for _path, code, linemap in generated_modules():
         found.extend(launches(code, linemap))
     sources = {node: launch_source(x) for node, x in node_launches(graph, found).items()}
-    replays = None
-    try:
-        replays = profile_replays(captured.graph)
-        times = replay_times(graph, replay_events(replays))
-    except Exception as exc:  # noqa: BLE001 - the profiler is optional to everything else
-        report.skipped.append(Skip(PROFILER_FAILED, (
-                f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")))
-        times = None
+    replays, times = profiled_replay_times(captured, graph, report)
     profile = launch_profile(graph, sources, times)
-    if times is not None and replays is not None:  # timeline.json: the replays event by event
+    if times is not None:  # timeline.json: the replays event by event
         profile.timeline = timeline(graph, replays)
     report.phase_ms["node_lines"] = round((time.perf_counter() - t0) * 1e3, 2)
     if not found:

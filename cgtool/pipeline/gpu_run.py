@@ -157,23 +157,14 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
     With `eager_step`, one profiled eager step gives the lines whose eager time was mostly launch overhead."""
     import time
 
-    from cgtool.capture.kernel_split import replay_events
-    from cgtool.capture.replay_profile import profile_replays
-    from cgtool.graph.node_align import replay_times
     from cgtool.model.node_profile import node_profile, rows_from_ops
 
     t0 = time.perf_counter()
     it = next((it for it in reversed(trace.iterations) if it.phase == "capture"), None)
     ops = it.ops if it is not None else []
     paths = modules.of_ops(it.index, len(ops)) if modules is not None and it is not None else []
-    replays = eager = None
-    try:
-        replays = profile_replays(captured.graph)
-        times = replay_times(graph, replay_events(replays))
-    except Exception as exc:  # noqa: BLE001 - the profiler is optional to everything else
-        report.skipped.append(Skip(PROFILER_FAILED, (
-                f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")))
-        times = None
+    eager = None
+    replays, times = profiled_replay_times(captured, graph, report)
     profile = node_profile(graph, trace.frames, ops, rows_from_ops(ops, len(graph.nodes), paths), times)
     if eager_step and times is not None:
         from cgtool.capture.kernel_split import eager_events
@@ -191,12 +182,29 @@ def node_lines(captured: Captured, graph: Any, trace: Any, report: Report, modul
             eager = None
             report.skipped.append(Skip(PROFILER_FAILED, f"eager versus replay per line: the profiled eager step failed "
                                   f"({type(exc).__name__}: {exc})"))
-    if times is not None and replays is not None:  # timeline.json: the same profiles, event by event
+    if times is not None:  # timeline.json: the same profiles, event by event
         from cgtool.capture.timeline_events import timeline
 
         profile.timeline = timeline(graph, replays, eager)
     report.phase_ms["node_lines"] = round((time.perf_counter() - t0) * 1e3, 2)
     return profile
+
+
+def profiled_replay_times(captured: Any, graph: Any, report: Report) -> tuple[Any, Any]:
+    """The captured graph's profiled replays and each node's median GPU time in them (graph/node_align.py:
+    replay_times), for node_lines here and for compiled code's (pipeline/compiled_lines.py); (None, None) when the
+    profiler fails, with the reason in report.skipped."""
+    from cgtool.capture.kernel_split import replay_events
+    from cgtool.capture.replay_profile import profile_replays
+    from cgtool.graph.node_align import replay_times
+
+    try:
+        replays = profile_replays(captured.graph)
+        return replays, replay_times(graph, replay_events(replays))
+    except Exception as exc:  # noqa: BLE001 - the profiler is optional to everything else
+        report.skipped.append(Skip(PROFILER_FAILED, (
+                f"replay time per node: the profiler failed ({type(exc).__name__}: {exc})")))
+        return None, None
 
 
 def entry_frame(script: Script):

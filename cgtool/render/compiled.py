@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cgtool.model.compiled import CompiledRun
+from cgtool.render import compiled_rows
 from cgtool.render.units import fmt_us
 
 
@@ -21,7 +22,7 @@ def render_compiled(run: CompiledRun, out: Console) -> None:
     out.print(f"[bold]step ran as:[/] {escape(run.mode)}")
     for s in run.sites:
         flag = "CUDA graphs" if s.cudagraphs else "no CUDA graphs"
-        what = f"{s.form} of {s.target}" if s.target else s.form
+        what = compiled_rows.site_what(s)
         when = {"load": "at import", "setup": "in setup", "step": "in the step"}.get(s.phase, s.phase)
         lib = " [library]" if s.library else ""
         via = f", reached from {_where(s.called_from.file, s.called_from.line)}" if s.called_from else ""
@@ -31,8 +32,9 @@ def render_compiled(run: CompiledRun, out: Console) -> None:
         where = f" at {_where(b.frame.file, b.frame.line)}" if b.frame else ""
         count = f" ×{b.count}" if b.count > 1 else ""
         out.print(f"  [yellow]graph break[/]{count}{escape(where)}: {escape(b.reason)}", soft_wrap=True)
-    if run.dynamo_graphs is not None:
-        out.print(f"[dim]dynamo compiled {run.dynamo_graphs} graph(s) in all (breaks and recompiles add graphs)[/]")
+    dynamo = compiled_rows.dynamo_graphs_text(run)
+    if dynamo is not None:
+        out.print(f"[dim]{dynamo}[/]")
     if run.first_steady_s is not None:
         out.print(f"[bold]time to the first steady step:[/] {run.first_steady_s:.1f} s (compile, autotuning, "
                   "recording: the user's own cost, once per process)")
@@ -40,13 +42,11 @@ def render_compiled(run: CompiledRun, out: Console) -> None:
         for note in run.notes:
             out.print(f"[dim]{escape(note)}[/]")
         return
-    out.print(f"[bold]CUDAGraph Trees:[/] {run.graphs_recorded} graph(s) recorded by {len(run.functions)} "
-              f"function(s) over {run.iterations} calls")
+    out.print(f"[bold]CUDAGraph Trees:[/] {compiled_rows.trees_text(run)}")
     if run.functions:
-        t = Table("fn", "name", "mode", "compile id", "graphs", "key", "re-records", box=None, pad_edge=False)
-        for f in run.functions[:20]:
-            t.add_row(str(f.function_id), escape(f.name), f.mode, f.compile_id, str(f.graphs),
-                      escape(f.symint_key or "-"), str(f.rerecords))
+        t = Table(*compiled_rows.FUNCTION_COLUMNS, box=None, pad_edge=False)
+        for row in compiled_rows.function_rows(run)[:20]:
+            t.add_row(*map(escape, row))
         out.print(t)
         if len(run.functions) > 20:
             out.print(f"[dim]... {len(run.functions) - 20} more functions[/]")
@@ -62,11 +62,9 @@ def render_compiled(run: CompiledRun, out: Console) -> None:
         more = f", ... {len(g.kernels) - 4} more" if len(g.kernels) > 4 else ""
         out.print(f"  graph {g.graph_id} (fn {g.function_id}): {g.nodes} nodes, {g.kernel_nodes} kernels: "
                   f"{escape(names + more)}", soft_wrap=True)
-    share = run.kernel_share
+    share = compiled_rows.kernel_share_text(run)
     if share is not None:
-        out.print(f"[bold]kernels in graphs:[/] {run.kernels_in_graphs} of "
-                  f"{(run.kernels_in_graphs or 0) + (run.kernels_outside or 0)} per steady step ({share:.0%}); "
-                  f"{run.triton_kernels} Triton kernels per step")
+        out.print(f"[bold]kernels in graphs:[/] {share}")
     if run.pool_bytes is not None:
         used = (f" ({run.pool_allocated_bytes / 2**20:.1f} MiB in live tensors)"
                 if run.pool_allocated_bytes is not None else "")
@@ -77,8 +75,7 @@ def render_compiled(run: CompiledRun, out: Console) -> None:
                       "allocated and freed inside the pool by the warmup call and the recordings (with a cold inductor "
                       "cache, autotuning's L2-sized flush buffer among them: a run with a warm cache holds less)[/]")
     if run.timings_us:
-        parts = [f"{k} {fmt_us(v)}" for k, v in run.timings_us.items()]
-        out.print(f"[bold]timing per step:[/] {' · '.join(parts)}")
+        out.print(f"[bold]timing per step:[/] {compiled_rows.timings_text(run)}")
         if run.timing_method:
             out.print(f"[dim]{escape(run.timing_method)}[/]")
     if run.observe_cost is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cgtool.model.compiled import CompiledRun
 from cgtool.model.partial import ModuleMap, Piecewise
+from cgtool.render import compiled_rows
 from cgtool.render.html_page import esc, table
 from cgtool.render.html_source import SourceLines
 from cgtool.render.units import fmt_bytes, fmt_us
@@ -16,22 +17,20 @@ def compiled_html(run: CompiledRun, src: SourceLines) -> str:
         parts.append("<h3>Compile calls</h3>")
         parts.append(table(["line", "call", "what", "when", "CUDA graphs"], [
             [src.link(s.file, s.line, f"{s.file.rsplit('/', 1)[-1]}:{s.line}"), f"<code>{esc(s.source)}</code>",
-             esc(f"{s.form} of {s.target}" if s.target else s.form), esc(s.phase), "yes" if s.cudagraphs else "no"]
+             esc(compiled_rows.site_what(s)), esc(s.phase), "yes" if s.cudagraphs else "no"]
             for s in run.sites]))
     if run.breaks:
         parts.append("<h3>Graph breaks</h3>")
         parts.append(table(["line", "count", "reason", "detail"], [
             [src.link(b.frame.file, b.frame.line, f"{b.frame.file.rsplit('/', 1)[-1]}:{b.frame.line}") if b.frame else "",
              str(b.count), esc(b.reason), esc(b.detail)] for b in run.breaks], numeric=(1,)))
-    if run.dynamo_graphs is not None:
-        parts.append(f'<p class="muted">dynamo compiled {run.dynamo_graphs} graph(s) in all (breaks and recompiles '
-                     "add graphs)</p>")
+    dynamo = compiled_rows.dynamo_graphs_text(run)
+    if dynamo is not None:
+        parts.append(f'<p class="muted">{esc(dynamo)}</p>')
     if run.functions:
-        parts.append(f"<h3>CUDAGraph Trees: {run.graphs_recorded} graph(s) recorded by {len(run.functions)} "
-                     f"function(s) over {run.iterations} calls</h3>")
-        parts.append(table(["fn", "name", "mode", "compile id", "graphs", "key", "re-records"], [
-            [str(f.function_id), esc(f.name), esc(f.mode), esc(f.compile_id), str(f.graphs), esc(f.symint_key or "-"),
-             str(f.rerecords)] for f in run.functions], numeric=(0, 4, 6)))
+        parts.append(f"<h3>CUDAGraph Trees: {esc(compiled_rows.trees_text(run))}</h3>")
+        rows = [[esc(c) for c in row] for row in compiled_rows.function_rows(run)]
+        parts.append(table(compiled_rows.FUNCTION_COLUMNS, rows, numeric=(0, 4, 6)))
     if run.events:
         parts.append("<h3>Skips, re-records and fallbacks</h3>")
         parts.append(table(["what", "count", "reason", "line"], [
@@ -44,16 +43,13 @@ def compiled_html(run: CompiledRun, src: SourceLines) -> str:
             [str(g.graph_id), str(g.function_id), str(g.nodes), str(g.kernel_nodes),
              esc(g.error) if g.error else "<br>".join(f"<code>{esc(n)}</code> ×{c}" for n, c in g.kernels[:12]),
              esc(g.dot or "")] for g in run.graphs], numeric=(0, 1, 2, 3)))
-    share = run.kernel_share
+    share = compiled_rows.kernel_share_text(run)
     if share is not None:
-        parts.append(f"<p><b>kernels in graphs:</b> {run.kernels_in_graphs} of "
-                     f"{(run.kernels_in_graphs or 0) + (run.kernels_outside or 0)} per steady step ({share:.0%}); "
-                     f"{run.triton_kernels} Triton kernels per step</p>")
+        parts.append(f"<p><b>kernels in graphs:</b> {esc(share)}</p>")
     if run.pool_bytes is not None:
         parts.append(f"<p><b>trees' memory pool:</b> {esc(fmt_bytes(run.pool_bytes))}</p>")
     if run.timings_us:
-        parts.append("<p><b>timing per step:</b> " + esc(" · ".join(f"{k} {fmt_us(v)}" for k, v in run.timings_us.items()))
-                     + "</p>")
+        parts.append(f"<p><b>timing per step:</b> {esc(compiled_rows.timings_text(run))}</p>")
     parts.extend(f'<p class="muted">{esc(n)}</p>' for n in run.notes)
     return "".join(parts)
 

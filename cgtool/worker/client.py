@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from cgtool.errors import interrupted
-from cgtool.model.job import Job, settings_to_json
+from cgtool.model.job import Job
 from cgtool.model.report import WORKER_FAILED, ErrorRecord, Report
 from cgtool.worker import lifetime
 from cgtool.worker.start import python_command
@@ -206,7 +206,7 @@ def report_from_outcome(job: Job, outcome: WorkerOutcome) -> Report:
     else:
         from cgtool import __version__
 
-        report = Report(script=job.script, entry=job.entry, settings=settings_to_json(job.settings),
+        report = Report(script=job.script, entry=job.entry, settings=job.settings.to_json(),
                         cgtool_version=__version__, status=WORKER_FAILED)
         report.errors.append(ErrorRecord(outcome.phase or "worker", outcome.failure or "crash", outcome.message))
     report.script_output = outcome.output

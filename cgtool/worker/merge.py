@@ -10,7 +10,7 @@ from typing import Any
 from cgtool.checks.distributed import check_distributed, drop_explained_failures
 from cgtool.graph.diff import diff_graphs
 from cgtool.graph.model import Graph
-from cgtool.model.job import CaptureSettings, Job, settings_to_json
+from cgtool.model.job import CaptureSettings, Job
 from cgtool.model.ranks import DistReport, RankResult
 from cgtool.model.report import ErrorRecord, Report
 from cgtool.worker.launch import LaunchOutcome
@@ -71,7 +71,7 @@ def merge(job: Job, outcome: LaunchOutcome, settings: CaptureSettings) -> DistRe
     ranks = outcome.ranks
     for r in ranks:
         r.summary = rank_summary(r)
-    report = DistReport(job.script, job.entry, len(ranks), ranks, settings=settings_to_json(settings),
+    report = DistReport(job.script, job.entry, len(ranks), ranks, settings=settings.to_json(),
                         launcher=list(outcome.command), wall_s=outcome.wall_s, cgtool_version=__version__)
     base = ranks[0].report.graph if ranks and ranks[0].report else None
     for r in ranks[1:]:
