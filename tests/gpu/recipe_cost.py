@@ -18,8 +18,10 @@ import torch
 
 from cgtool.capture.harness import run_to_capture
 from cgtool.capture.memory import recipe_pool
+from cgtool.model.job import RunSettings
 from cgtool.model.phase_log import PhaseLog
 from cgtool.script.contract import load_script
+from cgtool.script.session import ScriptSession
 
 
 def main():
@@ -30,11 +32,11 @@ def main():
                            capture_output=True, text=True, env=dict(os.environ, NO_COLOR="1"))
         cli_s = time.perf_counter() - t0
         script = load_script(path)
-        captured = run_to_capture(script, torch.device("cuda"), {"warmup": 3}, PhaseLog())
+        captured = run_to_capture(ScriptSession(script, torch.device("cuda")), RunSettings(warmup=3), PhaseLog())
         times, pools = [], []
         for _ in range(3):
             t = time.perf_counter()
-            pools.append(recipe_pool(script, captured))
+            pools.append(recipe_pool(captured))
             times.append(time.perf_counter() - t)
         rows.append({"script": path, "cli_s": cli_s, "cli_rc": r.returncode, "recipe_s": times, "recipe_pool": pools,
                      "own_pool": captured.pool_bytes})

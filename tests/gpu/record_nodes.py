@@ -242,6 +242,7 @@ def record(script_path: str, out_dir: str) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(script_path)))
     from cgtool.capture.harness import read_graph, run_to_capture
     from cgtool.capture.kernel_split import replay_events
+    from cgtool.model.job import RunSettings
     from cgtool.model.phase_log import PhaseLog
     from cgtool.script.contract import load_script
     from cgtool.script.session import ScriptSession
@@ -275,7 +276,7 @@ def record(script_path: str, out_dir: str) -> int:
         t0 = time.perf_counter()
         on_state = analysis.counter.name_modules if analysis is not None else None
         try:
-            captured = run_to_capture(ScriptSession(script, device), {"warmup": WARMUP}, PhaseLog(),
+            captured = run_to_capture(ScriptSession(script, device), RunSettings(warmup=WARMUP), PhaseLog(),
                                       analysis=analysis, on_state=on_state)
         except Exception:  # noqa: BLE001 - once more without the node counter (the trace is still recorded)
             if analysis is None:
@@ -285,7 +286,7 @@ def record(script_path: str, out_dir: str) -> int:
             analysis.counter.enabled = False
             analysis.inner.tracer.node_count = None
             t0 = time.perf_counter()
-            captured = run_to_capture(ScriptSession(script, device), {"warmup": WARMUP}, PhaseLog(), analysis=analysis)
+            captured = run_to_capture(ScriptSession(script, device), RunSettings(warmup=WARMUP), PhaseLog(), analysis=analysis)
         fx["capture_s"] = time.perf_counter() - t0
         graph, read_ms, _ = read_graph(captured, None)
         fx["graph"] = graph.to_json()

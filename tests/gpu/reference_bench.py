@@ -85,7 +85,9 @@ def same_process(path: str, turns: int = 15) -> dict:
     from cgtool.script.contract import load_script
 
     script = load_script(path)
-    settings = {"warmup": 3, "budget_s": 0.4, "min_time_s": 0.0, "target": 0.01}  # short turns: same conditions
+    from cgtool.model.job import MeasureSettings
+
+    settings = MeasureSettings(warmup=3, budget_s=0.4, min_time_s=0.0, target=0.01)  # short turns: same conditions
     torch.cuda.init()
     prep = prepare(script, None, settings, PhaseLog())
     eager_fn, replay_fn = prep.fns["eager"], prep.fns["replay"]
