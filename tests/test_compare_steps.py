@@ -191,29 +191,43 @@ def test_the_check_steps_default_is_one_constant():
     assert LIMITS["check_steps"].low <= CHECK_STEPS <= LIMITS["check_steps"].high
 
 
-def test_a_jump_apart_at_a_random_step_is_noise_from_the_second_step_on(cpu_cuda: _Stream) -> None:
+def _jumps(w: torch.Tensor, calls: dict[str, int], at: int, by: float, runs_before: int, jitter: float = 0.0):  # noqa: ANN202
+    """A step that multiplies `w`; from the run after `runs_before` on, it adds `by` at step `at` (0-based) and
+    `jitter` at step 0 (rounding that can be amplified)."""
+    def run(a: Args) -> torch.Tensor:
+        step = int(float(a.kwargs["x"][0]))
+        if step == 0:
+            calls["n"] += 1
+        later = calls["n"] > runs_before
+        w.mul_(1.1).add_((by if step == at and later else 0.0) + (jitter if step == 0 and later else 0.0))
+        return w.clone()
+    return run
+
+
+def test_a_jump_apart_at_a_random_step_is_noise_once_eager_differs_from_itself(cpu_cuda: _Stream) -> None:
     """Where a step amplifies rounding (AdamW near a zero second moment) the step at which runs jump apart is random:
-    the second eager run jumps at step 4, the other way at step 3 by as much — within what eager varies by over the run
-    (noise_envelope), a match; a hundred times more, a mismatch at step 3. The first step stays held to rounding."""
-    w = torch.ones(4)
-    calls = {"n": 0}
-
-    def jumps(at: int, by: float, runs_before: int):  # noqa: ANN202
-        def run(a: Args) -> torch.Tensor:
-            step = int(float(a.kwargs["x"][0]))
-            if step == 0:
-                calls["n"] += 1
-            w.mul_(1.1).add_(by if step == at and calls["n"] > runs_before else 0.0)
-            return w.clone()
-        return run
-
+    the second eager run rounds differently at step 1 and jumps at step 4, the other way jumps at step 3 by as much —
+    within what eager varies by a step later (noise_envelope), a match; a hundred times more, a mismatch at step 3.
+    The first step stays held to rounding."""
+    w, calls = torch.ones(4), {"n": 0}
     state = Args((), {"w": w})
-    eager = jumps(3, 1e-3, 1)  # the second eager run jumps at its 4th step (beyond float32's tolerance)
-    ok = compare_steps(state, eager, jumps(2, 1e-3, -1), _inputs(6), cpu_cuda, "x")
-    calls["n"] = 0
-    bad = compare_steps(state, eager, jumps(2, 1e-1, -1), _inputs(6), cpu_cuda, "x")
-    calls["n"] = 0
-    first = compare_steps(state, eager, jumps(0, 1e-3, -1), _inputs(6), cpu_cuda, "x")
+    eager = _jumps(w, calls, 3, 1e-3, 1, jitter=1e-6)
+    results = []
+    for other in (_jumps(w, calls, 2, 1e-3, -1), _jumps(w, calls, 2, 1e-1, -1), _jumps(w, calls, 0, 1e-3, -1)):
+        calls["n"] = 0
+        results.append(compare_steps(state, eager, other, _inputs(6), cpu_cuda, "x"))
+    ok, bad, first = results
     assert ok.status == "match", ok
     assert bad.status == "mismatch" and bad.first_differing_step == 3, bad
     assert first.status == "mismatch" and first.first_differing_step == 1, first
+
+
+def test_eager_that_repeated_exactly_so_far_allows_no_later_noise(cpu_cuda: _Stream) -> None:
+    """Eager bit-identical through step 4, then its runs jump apart at step 6: a replay that differs at step 2 is not
+    excused by that later noise, nor by noise more than two steps ahead."""
+    w, calls = torch.ones(4), {"n": 0}
+    state = Args((), {"w": w})
+    eager = _jumps(w, calls, 5, 1e-2, 1)
+    calls["n"] = 0
+    r = compare_steps(state, eager, _jumps(w, calls, 1, 1e-3, -1), _inputs(6), cpu_cuda, "x")
+    assert r.status == "mismatch" and r.first_differing_step == 2, r
