@@ -20,7 +20,10 @@ REFERENCE = 'the same step compiled without CUDA graphs (torch.compile(step, bac
 
 def recheck_against_compiled(step: Any, fresh: list[Any], label: str, against_eager: ReplayCheck) -> ReplayCheck:
     """`against_eager` (a mismatch) judged again: the pieced step against `REFERENCE` from the same state on the same
-    inputs. `step`: capture/pieces.PiecedStep. What the compiled reference raises leaves the eager verdict, with why."""
+    inputs. `step`: capture/pieces.PiecedStep. What the compiled reference (or the pieced step again) raises leaves the
+    eager verdict, with why. Run after the pieced step is timed: the reference's dynamo cache entries sit on the same
+    code objects and count toward dynamo's recompile limit, which a recompile of the pieced step while timed must not
+    meet."""
     import torch
 
     from cgtool.capture.compare_runs import compare_steps
@@ -36,13 +39,12 @@ def recheck_against_compiled(step: Any, fresh: list[Any], label: str, against_ea
     try:
         against_compiled = compare_steps(step.state, run_compiled, step.run_pieced, fresh, step.stream, label,
                                          what="pieced step")
-    except PiecedStepFailed:
-        raise
+    except PiecedStepFailed as failed:  # the first check ran the pieced step on these inputs: keep what it found
+        return unresolved(against_eager, f"the pieced step raised {type(failed.exc).__name__}: "
+                          f"{_first_line(str(failed.exc))[:200]}")
     except Exception as exc:  # noqa: BLE001 - the reference could not run: the eager verdict stands, with why
-        from cgtool.script.errors import first_line
-
         cause = getattr(exc, "exc", exc)  # ScriptRaised wraps what the compiled step raised
-        return unresolved(against_eager, f"{type(cause).__name__}: {first_line(str(cause))[:200]}")
+        return unresolved(against_eager, f"{type(cause).__name__}: {_first_line(str(cause))[:200]}")
     return judged(against_eager, against_compiled)
 
 
@@ -53,9 +55,9 @@ def judged(against_eager: ReplayCheck, against_compiled: ReplayCheck) -> ReplayC
     if against_compiled.status == "match":
         bad = ", ".join(f"`{d.name}`" for d in against_eager.tensors if not d.ok)
         why = (f"differs from eager from step {against_eager.first_differing_step} of {against_eager.steps} (max abs "
-               f"{against_eager.max_abs:.3g}{': ' + bad if bad else ''}) as {REFERENCE} does, which the pieced step "
-               f"matches over {against_compiled.steps} step(s): torch.compile's kernels round differently from eager's "
-               "(not a CUDA-graph hazard)")
+               f"{against_eager.max_abs:.3g}{': ' + bad if bad else ''}), and matches {REFERENCE} over "
+               f"{against_compiled.steps} step(s): the difference from eager is torch.compile's own, not the CUDA "
+               "graphs'")
         return dataclasses.replace(against_compiled, reference=REFERENCE,
                                    note="; ".join(x for x in (why, against_compiled.note) if x))
     at = against_compiled.first_differing_step
@@ -63,6 +65,12 @@ def judged(against_eager: ReplayCheck, against_compiled: ReplayCheck) -> ReplayC
            + (f" (step {at}, max abs {against_compiled.max_abs:.3g})" if against_compiled.status == "mismatch" else
               f" ({against_compiled.status}: {against_compiled.note})"))
     return dataclasses.replace(against_eager, note="; ".join(x for x in (against_eager.note, why) if x))
+
+
+def _first_line(text: str) -> str:
+    from cgtool.script.errors import first_line
+
+    return first_line(text)
 
 
 def unresolved(against_eager: ReplayCheck, error: str) -> ReplayCheck:

@@ -131,16 +131,17 @@ def _run_piecewise(script: Script, settings: PartialSettings, progress: PhaseLog
         step.now = f"on {label} (the replay check)"
         replay = compare_steps(step.state, step.run_eager, step.run_pieced, fresh, step.stream, label,
                                what="pieced step")
-        if replay.status == "mismatch":  # torch.compile's own rounding, or the graphs? (capture/pieced_check.py)
-            from cgtool.capture.pieced_check import recheck_against_compiled
-
-            replay = recheck_against_compiled(step, fresh, label, replay)
     timings = None
     if settings.timing:
         progress.phase("timing", "eager vs pieced")
         step.now = "while timed"
         prep = Prepared({"eager": step.run_eager, "replay": step.run_pieced}, step.stream, step.compile_ms, 0.0, 0)
         timings = time_prepared(prep, script, settings, "the pieced step", step.state)
+    if replay is not None and replay.status == "mismatch":  # torch.compile's own, or the graphs'? After timing:
+        from cgtool.capture.pieced_check import recheck_against_compiled  # its dynamo entries must not affect it
+
+        progress.phase("replay-check", "pieced step vs the same step compiled without CUDA graphs")
+        replay = recheck_against_compiled(step, fresh, label, replay)
     torch.cuda.synchronize()
     graphs, read_error = read_pieces(step.kept) if keep else ([], "not kept")
     pieces = tuple(Piece(i + 1, k, us, _pair(graphs, i, k)) for i, (k, us) in enumerate(split.launches))
