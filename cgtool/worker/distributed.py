@@ -58,8 +58,10 @@ def run_as_rank(job: Job, timeout: float,
     os.makedirs(run_dir, exist_ok=True)
     rank0_pid = os.path.join(run_dir, "rank0.pid")
     if rank == 0:  # ranks of this host that end with a failing code wait for this process (see _wait_for_rank0)
-        with open(rank0_pid, "w") as fh:
-            fh.write(str(os.getpid()))
+        tmp = f"{rank0_pid}.{os.getpid()}"
+        with open(tmp, "w") as fh:  # the pid and its start time: a file left by a killed run names no live process
+            fh.write(f"{os.getpid()} {_started(os.getpid())}")
+        os.replace(tmp, rank0_pid)
     job_path = os.path.join(run_dir, f"job.rank{rank}.json")
     with open(job_path, "w") as fh:
         import json
@@ -94,8 +96,12 @@ def run_as_rank(job: Job, timeout: float,
         outcome.ranks = [rank_result(rank, run_dir, tail.events, proc.returncode, outcome.failure)]
         if gather.pushed(run_dir, rank):
             gather.remove_own_files(run_dir, rank)  # rank 0 has them from the store; this host's folder may be its own
+        rank0 = rank0 or _read_pid(rank0_pid)
         if rank0 is not None and distributed_exit(None, outcome.failure, outcome.ranks) != ExitCode.OK:
-            _wait_for_rank0(rank0, max(5.0, timeout - (time.monotonic() - t0)))
+            # bounded: rank 0 merges in seconds once its worker ends, which a stuck collective delays at most by
+            # the collective timeout and the linger
+            bound = job.settings.collective_timeout_s + job.settings.linger_s
+            _wait_for_rank0(rank0, max(5.0, min(bound, timeout - (time.monotonic() - t0))))
         return None, outcome
     # rank 0's child wrote the other ranks' files into gathered/ before it ended (from the store,
     # pipeline/rank_gather.py); a rank missing there may still be in this host's folder
@@ -118,27 +124,47 @@ def run_as_rank(job: Job, timeout: float,
     return merged, outcome
 
 
+def _started(pid: int) -> str:
+    """A process's start time in clock ticks since boot (/proc/PID/stat field 22); "" where unknown (not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
 def _read_pid(path: str) -> int | None:
+    """Rank 0's pid from its file, when that process still runs (same pid, same start time); else None."""
     try:
         with open(path) as fh:
-            return int(fh.read().strip())
-    except (OSError, ValueError):  # not written yet, another host's rank 0, or a torn write
+            pid_text, _, started = fh.read().strip().partition(" ")
+        pid = int(pid_text)
+    except (OSError, ValueError):  # not written yet, or another host's rank 0
         return None
+    return pid if started == _started(pid) and (started or _alive(pid)) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process took the pid
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # ended, not yet reaped by its parent
+    except (OSError, IndexError):
+        return True
 
 
 def _wait_for_rank0(pid: int, bound_s: float) -> None:
-    """A rank other than 0 that is about to exit with a failing code (3 on CPU only, 1 when it failed) waits for
-    rank 0 of its host to end first: torchrun's agent stops every worker of a host as soon as one exits non-zero,
-    and rank 0 would be stopped while it merges and writes the run's report (seen on 2 CPU cores: the report was
-    missing in 4 of 6 runs)."""
+    """A rank other than 0 on rank 0's host that is about to exit with a failing code (3 on CPU only, 1 when it
+    failed) waits, at most `bound_s`, for rank 0 to end first: torchrun's agent stops every worker of a host as soon
+    as one exits non-zero, and rank 0 would be stopped while it merges and writes the run's report (seen on 2 CPU
+    cores: the report was missing in 4 of 6 runs)."""
     deadline = time.monotonic() + bound_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        except PermissionError:  # another user's process took the pid: rank 0 is gone
-            return
+    while time.monotonic() < deadline and _alive(pid):
         time.sleep(0.1)
 
 
