@@ -231,3 +231,23 @@ def test_eager_that_repeated_exactly_so_far_allows_no_later_noise(cpu_cuda: _Str
     calls["n"] = 0
     r = compare_steps(state, eager, _jumps(w, calls, 1, 1e-3, -1), _inputs(6), cpu_cuda, "x")
     assert r.status == "mismatch" and r.first_differing_step == 2, r
+
+
+def test_another_pair_of_runs_adds_the_jumps_this_pair_missed(cpu_cuda: _Stream) -> None:
+    """A nondeterministic step jumps apart at a random step, and one pair of runs may not jump within K steps: the
+    noise an earlier pair saw on the same step (noise_seen → noise_also) counts beside this pair's."""
+    w, calls = torch.ones(4), {"n": 0}
+    state = Args((), {"w": w})
+    seen: list = []
+    compare_steps(state, _jumps(w, calls, 3, 1e-3, 1, jitter=1e-6), _jumps(w, calls, 3, 1e-3, 1), _inputs(6),
+                  cpu_cuda, "x", noise_seen=seen)
+    assert len(seen) == 6 and max(seen[3][1].values()) > 5e-4  # the earlier pair jumped apart at step 4
+    steady = _jumps(w, calls, 0, 0.0, 0)  # this pair repeats exactly: alone it allows nothing
+    results = []
+    for also in (None, seen):
+        calls["n"] = 0
+        results.append(compare_steps(state, steady, _jumps(w, calls, 2, 1e-3, -1), _inputs(6), cpu_cuda, "x",
+                                     noise_also=also))
+    alone, with_seen = results
+    assert alone.status == "mismatch" and alone.first_differing_step == 3, alone
+    assert with_seen.status == "match", with_seen

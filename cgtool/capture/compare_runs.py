@@ -57,12 +57,15 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
                   stream: Any, label: str, what: str = "replay", pairs: list[tuple[str, Any]] | None = None,
                   clone_eager: Callable[[Any], list[tuple[str, Any]]] = clone_tree,
                   clone_other: Callable[[Any], list[tuple[str, Any]]] = clone_tree,
-                  skip: Callable[[], set[str]] | None = None) -> ReplayCheck:
+                  skip: Callable[[], set[str]] | None = None, noise_seen: list[Slack] | None = None,
+                  noise_also: list[Slack] | None = None) -> ReplayCheck:
     """Run `eager(inputs[k])` for every k, from the starting state, twice; then `other(inputs[k])` from the same
     state; compare outputs and state after every step. All runs on `stream`. `pairs`: the state tensors (default
     every tensor reachable from `state`; a rank's local shards, say); `clone_eager`/`clone_other`: a step's output
     as named clones; `skip()`, asked after the first eager run: state names not to compare (gradients the step
-    replaced)."""
+    replaced). `noise_seen`, when given, receives what the two eager runs varied by at each step; `noise_also` is
+    what another pair of runs of the same step on the same inputs varied by (an earlier check's `noise_seen`), taken
+    with this pair's, step by step: two pairs see a nondeterministic step jump apart more often than one."""
 
     saved = SavedState.of(state, pairs)
     pairs, start, from_start = saved.pairs, saved.tensors, saved.restore
@@ -100,6 +103,10 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
                 before = ref.state
                 del now
             slack.append((noise, out_slack, state_noise, state_slack))
+        if noise_seen is not None:
+            noise_seen[:] = slack
+        if noise_also is not None and len(noise_also) == len(slack):
+            slack = [_wider(a, b) for a, b in zip(slack, noise_also)]
         slack = noise_envelope(slack)
         from_start()
         result = _other_steps(pairs, reference, slack, other, inputs, stream, label, what, counters, clone_other,
@@ -151,6 +158,17 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
         return ReplayCheck("mismatch", label, tuple(first_bad or ()), note, steps=steps, first_differing_step=first,
                            counters=counters)
     return ReplayCheck("match", label, tuple(worst.values()), note, steps=steps, counters=counters)
+
+
+def _wider(a: Slack, b: Slack) -> Slack:
+    """Two pairs' noise at one step, the larger of each (state lists only where both kept the same tensors)."""
+    def most(x: dict[str, float], y: dict[str, float]) -> dict[str, float]:
+        return {n: max(v, y.get(n, 0.0)) for n, v in x.items()}
+
+    def most_list(x: list[float] | None, y: list[float] | None) -> list[float] | None:
+        return [max(u, v) for u, v in zip(x, y)] if x is not None and y is not None and len(x) == len(y) else x
+
+    return most(a[0], b[0]), most(a[1], b[1]), most_list(a[2], b[2]), most_list(a[3], b[3])
 
 
 # How many steps past step k the eager noise allowed at step k may come from (noise_envelope)

@@ -18,9 +18,12 @@ from cgtool.model.report import ReplayCheck
 REFERENCE = 'the same step compiled without CUDA graphs (torch.compile(step, backend="aot_eager"))'
 
 
-def recheck_against_compiled(step: Any, fresh: list[Any], label: str, against_eager: ReplayCheck) -> ReplayCheck:
+def recheck_against_compiled(step: Any, fresh: list[Any], label: str, against_eager: ReplayCheck,
+                             eager_noise: list[Any] | None = None) -> ReplayCheck:
     """`against_eager` (a mismatch) judged again: the pieced step against `REFERENCE` from the same state on the same
-    inputs. `step`: capture/pieces.PiecedStep. What the compiled reference (or the pieced step again) raises leaves the
+    inputs. `step`: capture/pieces.PiecedStep; `eager_noise`: what eager twice varied by in the first check, taken
+    with the compiled reference's own (the same step's nondeterminism: AdamW's amplified rounding jumps apart at a
+    random step, and two pairs of runs see it more often than one). What the compiled reference (or the pieced step again) raises leaves the
     eager verdict, with why. Run after the pieced step is timed: the reference's dynamo cache entries sit on the same
     code objects and count toward dynamo's recompile limit, which a recompile of the pieced step while timed must not
     meet."""
@@ -38,7 +41,7 @@ def recheck_against_compiled(step: Any, fresh: list[Any], label: str, against_ea
     step.now = f"on {label} (the replay check against the compiled step without CUDA graphs)"
     try:
         against_compiled = compare_steps(step.state, run_compiled, step.run_pieced, fresh, step.stream, label,
-                                         what="pieced step")
+                                         what="pieced step", noise_also=eager_noise or None)
     except PiecedStepFailed as failed:  # the first check ran the pieced step on these inputs: keep what it found
         return unresolved(against_eager, f"the pieced step raised {type(failed.exc).__name__}: "
                           f"{_first_line(str(failed.exc))[:200]}")

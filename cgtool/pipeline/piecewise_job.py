@@ -123,6 +123,7 @@ def _run_piecewise(script: Script, settings: PartialSettings, progress: PhaseLog
                              f"piecewise not possible: no piece of the step runs as a CUDA graph once it has settled "
                              f"({why})"))
     replay = None
+    eager_noise: list[Any] = []  # what eager twice varied by at each step: the recheck's noise too
     if settings.replay_check:
         progress.phase("replay-check", "pieced step vs eager")
         index, steps = settings.warmup + 1, settings.check_steps
@@ -130,7 +131,7 @@ def _run_piecewise(script: Script, settings: PartialSettings, progress: PhaseLog
         label = inputs_label(script, index, steps)
         step.now = f"on {label} (the replay check)"
         replay = compare_steps(step.state, step.run_eager, step.run_pieced, fresh, step.stream, label,
-                               what="pieced step")
+                               what="pieced step", noise_seen=eager_noise)
     timings = None
     if settings.timing:
         progress.phase("timing", "eager vs pieced")
@@ -141,7 +142,7 @@ def _run_piecewise(script: Script, settings: PartialSettings, progress: PhaseLog
         from cgtool.capture.pieced_check import recheck_against_compiled  # its dynamo entries must not affect it
 
         progress.phase("replay-check", "pieced step vs the same step compiled without CUDA graphs")
-        replay = recheck_against_compiled(step, fresh, label, replay)
+        replay = recheck_against_compiled(step, fresh, label, replay, eager_noise)
     torch.cuda.synchronize()
     graphs, read_error = read_pieces(step.kept) if keep else ([], "not kept")
     pieces = tuple(Piece(i + 1, k, us, _pair(graphs, i, k)) for i, (k, us) in enumerate(split.launches))
