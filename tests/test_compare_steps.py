@@ -251,3 +251,26 @@ def test_another_pair_of_runs_adds_the_jumps_this_pair_missed(cpu_cuda: _Stream)
     alone, with_seen = results
     assert alone.status == "mismatch" and alone.first_differing_step == 3, alone
     assert with_seen.status == "match", with_seen
+
+
+def test_more_noise_runs_see_a_jump_one_run_misses(cpu_cuda: _Stream) -> None:
+    """noise_runs: the reference is run again several times; the most any run differs from it is the noise. Here only
+    the third run after the reference jumps apart (at step 4): one run sees no noise, three see the jump."""
+    w, calls = torch.ones(4), {"n": 0}
+    state = Args((), {"w": w})
+
+    def eager(a: Args) -> torch.Tensor:
+        step = int(float(a.kwargs["x"][0]))
+        if step == 0:
+            calls["n"] += 1
+        w.mul_(1.1).add_((1e-6 if step == 0 and calls["n"] > 1 else 0.0) + (1e-3 if step == 3 and calls["n"] == 4 else 0.0))
+        return w.clone()
+
+    results = []
+    for runs in (1, 3):
+        calls["n"] = 0
+        results.append(compare_steps(state, eager, _jumps(w, calls, 2, 1e-3, -1, jitter=1e-6), _inputs(6), cpu_cuda,
+                                     "x", noise_runs=runs))
+    one, three = results
+    assert one.status == "mismatch" and one.first_differing_step == 3, one
+    assert three.status == "match", three

@@ -58,14 +58,15 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
                   clone_eager: Callable[[Any], list[tuple[str, Any]]] = clone_tree,
                   clone_other: Callable[[Any], list[tuple[str, Any]]] = clone_tree,
                   skip: Callable[[], set[str]] | None = None, noise_seen: list[Slack] | None = None,
-                  noise_also: list[Slack] | None = None) -> ReplayCheck:
+                  noise_also: list[Slack] | None = None, noise_runs: int = 1) -> ReplayCheck:
     """Run `eager(inputs[k])` for every k, from the starting state, twice; then `other(inputs[k])` from the same
     state; compare outputs and state after every step. All runs on `stream`. `pairs`: the state tensors (default
     every tensor reachable from `state`; a rank's local shards, say); `clone_eager`/`clone_other`: a step's output
     as named clones; `skip()`, asked after the first eager run: state names not to compare (gradients the step
     replaced). `noise_seen`, when given, receives what the two eager runs varied by at each step; `noise_also` is
     what another pair of runs of the same step on the same inputs varied by (an earlier check's `noise_seen`), taken
-    with this pair's, step by step: two pairs see a nondeterministic step jump apart more often than one."""
+    with this pair's, step by step: two pairs see a nondeterministic step jump apart more often than one.
+    `noise_runs`: eager runs after the reference whose difference from it is the noise (the most of them)."""
 
     saved = SavedState.of(state, pairs)
     pairs, start, from_start = saved.pairs, saved.tensors, saved.restore
@@ -81,28 +82,11 @@ def compare_steps(state: Args, eager: Callable[[Any], Any], other: Callable[[Any
         counters = advancing_counters(pairs, start, reference[0].state)
         if not keep_every and len(reference) > 1:
             reference[0].state = None
-        from_start()
         slack: list[Slack] = []
-        before = start
-        for k, inp in enumerate(inputs):
-            again = dict(clone_eager(_on(stream, partial(eager, inp), "replay-check")))
-            ref = reference[k]
-            noise = {n: max_abs_diff(t, again[n]) for n, t in ref.outputs if n in again}
-            # the first step's noise must be rounding (small against the values or the update); from the second step
-            # on, two eager runs differ by that rounding compounded (a ResNet under SGD: by as much as a step moves a
-            # weight, at step 2), and that difference is what eager itself varies by
-            first = k == 0
-            out_slack = {n: rounding_noise(noise.get(n, 0.0), max_abs_diff(t, t * 0), OUTPUT_NOISE_LIMIT) if first
-                         else noise.get(n, 0.0) for n, t in ref.outputs}
-            state_noise = state_slack = None
-            if ref.state is not None:
-                now = snapshot(pairs)
-                state_noise = [max_abs_diff(a, b) for a, b in zip(ref.state, now)]
-                state_slack = [rounding_noise(n, max_abs_diff(after, b), STATE_NOISE_LIMIT) if first else n
-                               for n, after, b in zip(state_noise, ref.state, before)]
-                before = ref.state
-                del now
-            slack.append((noise, out_slack, state_noise, state_slack))
+        for _ in range(max(1, noise_runs)):  # more runs see a nondeterministic step jump apart more often
+            from_start()
+            run = _eager_noise(pairs, start, reference, eager, inputs, stream, clone_eager)
+            slack = [_wider(a, b) for a, b in zip(slack, run)] if slack else run
         if noise_seen is not None:
             noise_seen[:] = slack
         if noise_also is not None and len(noise_also) == len(slack):
@@ -158,6 +142,34 @@ def _other_steps(pairs: list[tuple[str, Any]], reference: list[_Step], slack: li
         return ReplayCheck("mismatch", label, tuple(first_bad or ()), note, steps=steps, first_differing_step=first,
                            counters=counters)
     return ReplayCheck("match", label, tuple(worst.values()), note, steps=steps, counters=counters)
+
+
+def _eager_noise(pairs: list[tuple[str, Any]], start: list[Any], reference: list[_Step], eager: Callable[[Any], Any],
+                 inputs: list[Any], stream: Any, clone: Callable[[Any], list[tuple[str, Any]]]) -> list[Slack]:
+    """One more eager run from the start state against the reference run: per step, what they differ by (outputs by
+    name, state tensors in order where the reference kept them) and the slack that allows."""
+    slack: list[Slack] = []
+    before = start
+    for k, inp in enumerate(inputs):
+        again = dict(clone(_on(stream, partial(eager, inp), "replay-check")))
+        ref = reference[k]
+        noise = {n: max_abs_diff(t, again[n]) for n, t in ref.outputs if n in again}
+        # the first step's noise must be rounding (small against the values or the update); from the second step
+        # on, two eager runs differ by that rounding compounded (a ResNet under SGD: by as much as a step moves a
+        # weight, at step 2), and that difference is what eager itself varies by
+        first = k == 0
+        out_slack = {n: rounding_noise(noise.get(n, 0.0), max_abs_diff(t, t * 0), OUTPUT_NOISE_LIMIT) if first
+                     else noise.get(n, 0.0) for n, t in ref.outputs}
+        state_noise = state_slack = None
+        if ref.state is not None:
+            now = snapshot(pairs)
+            state_noise = [max_abs_diff(a, b) for a, b in zip(ref.state, now)]
+            state_slack = [rounding_noise(n, max_abs_diff(after, b), STATE_NOISE_LIMIT) if first else n
+                           for n, after, b in zip(state_noise, ref.state, before)]
+            before = ref.state
+            del now
+        slack.append((noise, out_slack, state_noise, state_slack))
+    return slack
 
 
 def _wider(a: Slack, b: Slack) -> Slack:
