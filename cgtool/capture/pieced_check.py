@@ -3,9 +3,8 @@ CUDA graphs, so torch.compile's own rounding is not taken for a CUDA-graph hazar
 
 torch.compile(step, backend="cudagraphs") runs the graphs dynamo and AOTAutograd make from the step, recorded as CUDA
 graphs; those graphs may compute in another order than eager (an optimizer's bias correction on the GPU instead of
-in Python), so the pieced step can differ from eager by rounding that compounds over the steps while eager repeated
-twice is bit-identical (its noise, the comparator's allowance, is 0). backend="aot_eager" runs the same graphs as
-plain kernels: the difference between it and the pieced step is the CUDA graphs' alone.
+in Python), so the pieced step can differ from eager by more than eager differs from itself. backend="aot_eager"
+runs the same graphs as plain kernels: the difference between it and the pieced step is the CUDA graphs' alone.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ import dataclasses
 from typing import Any
 
 from cgtool.model.report import ReplayCheck
+from cgtool.script.errors import first_line
 
 REFERENCE = 'the same step compiled without CUDA graphs (torch.compile(step, backend="aot_eager"))'
 # Runs of the compiled reference after its first whose difference from it is the noise: a step whose eager runs
@@ -28,8 +28,8 @@ def recheck_against_compiled(step: Any, fresh: list[Any], label: str, against_ea
     """`against_eager` (a mismatch) judged again: the pieced step against `REFERENCE` from the same state on the same
     inputs. `step`: capture/pieces.PiecedStep; `eager_noise`: what eager twice varied by in the first check, taken
     with the compiled reference's own (the same step's nondeterminism: AdamW's amplified rounding jumps apart at a
-    random step, and two pairs of runs see it more often than one). What the compiled reference (or the pieced step again) raises leaves the
-    eager verdict, with why. Run after the pieced step is timed: the reference's dynamo cache entries sit on the same
+    random step, and two pairs of runs see it more often than one). What the compiled reference (or the pieced step
+    again) raises leaves the eager verdict, with why. Run after the pieced step is timed: the reference's dynamo cache entries sit on the same
     code objects and count toward dynamo's recompile limit, which a recompile of the pieced step while timed must not
     meet."""
     import torch
@@ -49,10 +49,10 @@ def recheck_against_compiled(step: Any, fresh: list[Any], label: str, against_ea
                                          what="pieced step", noise_also=eager_noise or None, noise_runs=NOISE_RUNS)
     except PiecedStepFailed as failed:  # the first check ran the pieced step on these inputs: keep what it found
         return unresolved(against_eager, f"the pieced step raised {type(failed.exc).__name__}: "
-                          f"{_first_line(str(failed.exc))[:200]}")
+                          f"{first_line(str(failed.exc))[:200]}")
     except Exception as exc:  # noqa: BLE001 - the reference could not run: the eager verdict stands, with why
         cause = getattr(exc, "exc", exc)  # ScriptRaised wraps what the compiled step raised
-        return unresolved(against_eager, f"{type(cause).__name__}: {_first_line(str(cause))[:200]}")
+        return unresolved(against_eager, f"{type(cause).__name__}: {first_line(str(cause))[:200]}")
     return judged(against_eager, against_compiled)
 
 
@@ -75,13 +75,7 @@ def judged(against_eager: ReplayCheck, against_compiled: ReplayCheck) -> ReplayC
     return dataclasses.replace(against_eager, note="; ".join(x for x in (against_eager.note, why) if x))
 
 
-def _first_line(text: str) -> str:
-    from cgtool.script.errors import first_line
-
-    return first_line(text)
-
-
 def unresolved(against_eager: ReplayCheck, error: str) -> ReplayCheck:
     """The eager mismatch, noting that the compiled step without CUDA graphs could not be run to tell them apart."""
-    why = f"{REFERENCE} could not run to tell torch.compile's rounding from the graphs' ({error})"
+    why = f"{REFERENCE} could not run to tell torch.compile's own difference from the graphs' ({error})"
     return dataclasses.replace(against_eager, note="; ".join(x for x in (against_eager.note, why) if x))

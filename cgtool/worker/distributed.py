@@ -124,13 +124,19 @@ def run_as_rank(job: Job, timeout: float,
     return merged, outcome
 
 
-def _started(pid: int) -> str:
-    """A process's start time in clock ticks since boot (/proc/PID/stat field 22); "" where unknown (not Linux)."""
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat's fields after the command name (state first, start time at index 19); [] where unknown."""
     try:
         with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[19]
+            return fh.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return ""
+        return []
+
+
+def _started(pid: int) -> str:
+    """A process's start time in clock ticks since boot (/proc/PID/stat field 22); "" where unknown (not Linux)."""
+    fields = _stat(pid)
+    return fields[19] if len(fields) > 19 else ""
 
 
 def _read_pid(path: str) -> int | None:
@@ -151,11 +157,7 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:  # another user's process took the pid
         return False
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # ended, not yet reaped by its parent
-    except (OSError, IndexError):
-        return True
+    return _stat(pid)[:1] != ["Z"]  # "Z": ended, not yet reaped by its parent
 
 
 def _wait_for_rank0(pid: int, bound_s: float) -> None:
