@@ -21,7 +21,6 @@ from cgtool.render.files import failed_path, save_result
 from cgtool.render.outputs import write_outputs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SAMPLE = os.path.join(ROOT, "samples", "mlp_inference.py")
 
 
 # -- the reader ---------------------------------------------------------------------------------------------------
@@ -150,8 +149,16 @@ def _cgtool(*args, cwd, **kw):
 def test_lint_o_interrupted_by_sigterm_keeps_the_file(tmp_path):
     keep = tmp_path / "keep.txt"
     keep.write_text("of value\n")
-    proc = _cgtool("lint", SAMPLE, "-o", str(keep), cwd=tmp_path)
-    time.sleep(2.0)  # the worker is importing torch
+    # a step that says it started, then waits: the signal comes while lint is surely running (CI's run of
+    # mlp_inference.py once ended inside a fixed 2 s sleep, exit 0 before the signal)
+    started = tmp_path / "started"
+    (tmp_path / "waits.py").write_text(f"import pathlib, time\n\ndef step():\n"
+                                       f"    pathlib.Path({str(started)!r}).write_text('1')\n    time.sleep(120)\n")
+    proc = _cgtool("lint", "waits.py", "-o", str(keep), cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while not started.exists():
+        assert time.monotonic() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.05)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err
