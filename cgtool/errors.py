@@ -49,3 +49,11 @@ def interrupted_status(stop: str = CTRL_C) -> int:
         return 128 + signal.Signals[stop].value
     except KeyError:  # Ctrl-C
         return ExitCode.INTERRUPTED
+
+
+def options_refused(given: list[str], where: str, why: str) -> CgtoolError:
+    """The usage error for options a mode cannot honour: named, with `where` ("with --piecewise", "on ranks") and
+    `why`, never dropped in silence."""
+    one = len(given) == 1
+    return CgtoolError(f"{', '.join(given)} {'is' if one else 'are'} not supported {where} yet{why}; "
+                       f"leave {'it' if one else 'them'} out.", ExitCode.USAGE)

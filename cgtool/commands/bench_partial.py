@@ -13,14 +13,12 @@ from cgtool.model.job import PartialSettings
 def refuse_unused(piecewise: bool, given: list[str]) -> None:
     """The bench options partial capture's careful timing does not use (no sweep, plot, comparison or L2 flush
     there): a usage error before the worker starts, never dropped in silence."""
-    from cgtool.errors import CgtoolError, ExitCode
+    from cgtool.errors import options_refused
 
     if given:
         how = "--piecewise" if piecewise else "--modules"
-        one = len(given) == 1
-        raise CgtoolError(f"{', '.join(given)} {'is' if one else 'are'} not supported with {how} yet: bench "
-                          "times the partial capture once, without a size sweep, plot, comparison or L2 flush "
-                          f"(docs/partial.md); leave {'it' if one else 'them'} out.", ExitCode.USAGE)
+        raise options_refused(given, f"with {how}", ": bench times the partial capture once, without a size sweep, "
+                              "plot, comparison or L2 flush (docs/partial.md)")
 
 
 def bench_partial(target: str, entry: str | None, timeout: float, settings: PartialSettings,

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from cgtool.commands.common import Number
-from cgtool.errors import CgtoolError, ExitCode
+from cgtool.errors import CgtoolError, ExitCode, options_refused
 
 if TYPE_CHECKING:
     from cgtool.model.job import Job
@@ -72,11 +72,8 @@ def refuse_bench_options_on_ranks(nproc: int | None, asked: int | None, unsuppor
     if not wants_distributed(nproc):
         return
     if unsupported:  # the run on ranks writes the merged report only
-        one = len(unsupported) == 1
-        raise CgtoolError(f"{', '.join(unsupported)} {'is' if one else 'are'} not supported on ranks yet, and "
-                          f"{_on_ranks_because(asked)}: bench on ranks writes the merged report "
-                          f"(cgtool-out/<stem>/report.json, report.html, --html); leave {'it' if one else 'them'} "
-                          "out.", ExitCode.USAGE)
+        raise options_refused(unsupported, "on ranks", f", and {_on_ranks_because(asked)}: bench on ranks writes "
+                              "the merged report (cgtool-out/<stem>/report.json, report.html, --html)")
     if stopping:
         options = " and ".join(stopping)
         raise CgtoolError(f"{options} {'sets' if len(stopping) == 1 else 'set'} when bench's adaptive measuring "
