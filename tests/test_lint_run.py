@@ -120,10 +120,10 @@ def test_forked_children_crashes_and_a_steps_own_keyboard_interrupt(tmp_path):
     assert errors["forks.py"] == []
     assert gone(int((tmp_path / "forked").read_text()))  # the step's child went with its worker
     (kbi,) = errors["keyboard.py"]
-    assert "KeyboardInterrupt" in kbi and "keyboard.py:4" in kbi and "SIGINT" not in kbi
+    assert "KeyboardInterrupt" in kbi and "keyboard.py:4" in kbi and "SIGINT" not in kbi, kbi
     (crash,) = errors["crashes.py"]
-    assert "killed by SIGSEGV" in crash and "the report" not in crash
-    assert crash.endswith("The script's last output: last words of the step")
+    assert "killed by SIGSEGV" in crash and "the report" not in crash, crash
+    assert crash.endswith("The script's last output: last words of the step"), crash
 
 
 def test_the_scripts_output_starts_after_torchs_import(tmp_path):
