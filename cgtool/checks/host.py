@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from cgtool.checks.common import alignments, capture_iterations, compared_iterations, finding_at, finding_at_op
+from cgtool.checks.optim_values import changing_number, optim_source
 from cgtool.checks.sync import is_optimizer_host_read
 from cgtool.model.finding import Finding
 from cgtool.model.rules import PAGEABLE_COPY, PYTHON_NUMBER, RULE_BY_ID
@@ -67,10 +68,11 @@ def check_host_scalars(trace: Trace) -> list[Finding]:
                 out.append(finding_at(trace, "CG301", a.frame, f"the size or slice passed to `{a.name}` changes "
                                       f"between iterations ({_show(changed)}); replay keeps the captured shapes"))
             else:
-                out.append(finding_at(trace, "CG402", a.frame, f"the Python number passed to `{a.name}` changes "
-                                      f"between iterations ({_show(changed)}): the graph keeps the value from "
-                                      "capture", hint="Keep the value in a device tensor and update it in place "
-                                      "(buf.fill_(v) or buf.copy_(...)) before each replay.", kind=PYTHON_NUMBER))
+                message, hint = changing_number(trace, a, _show(changed))
+                if optim_source(trace, a):  # torch.optim's own line is named beside the user's
+                    out.append(finding_at_op(trace, "CG402", a, message, hint=hint, kind=PYTHON_NUMBER))
+                else:
+                    out.append(finding_at(trace, "CG402", a.frame, message, hint=hint, kind=PYTHON_NUMBER))
     return out
 
 

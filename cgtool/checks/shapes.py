@@ -12,6 +12,7 @@ import functools
 from typing import Iterable
 
 from cgtool.checks.common import Alignment, alignments, finding_at, finding_for, op_place, user_ops
+from cgtool.checks.optim_values import SCHEDULER_HINT, optim_source
 from cgtool.model.finding import Finding
 from cgtool.model.frame import Frame
 from cgtool.model.trace import OpRecord, Trace
@@ -113,8 +114,11 @@ def check_control_flow(trace: Trace) -> list[Finding]:
         rb = op_place(trace, b) if b else "nothing more"
         lead = "this branch goes different ways in different iterations" if branch is not None else \
             "the step runs different ops in different iterations"
+        scheduler = "scheduler" in (optim_source(trace, a), optim_source(trace, b))  # its epoch count is Python
         out.append(finding_for("CG302", branch or where, f"{lead}: iteration {al.a.index} runs {ra} where "
-                               f"iteration {al.b.index} runs {rb}; replay repeats the captured branch"))
+                               f"iteration {al.b.index} runs {rb}; replay repeats the captured branch"
+                               + (" (the learning-rate scheduler branches on its Python epoch count)" if scheduler
+                                  else ""), hint=SCHEDULER_HINT if scheduler else None))
     return out
 
 

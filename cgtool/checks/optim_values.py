@@ -1,0 +1,67 @@
+"""Python numbers from torch.optim that change between iterations: what a learning-rate scheduler inside the step
+does to a graph, said in the user's terms (CG402, CG302).
+
+A scheduler sets the optimizer's learning rate (and OneCycleLR/CyclicLR its momentum or betas) from Python. With a
+float learning rate the optimizer passes that number to its kernels (`param.add_(grad, alpha=-lr)`); with a tensor
+one the scheduler writes it with `fill_(value)` or scales it by a factor computed on the host. Either way the graph
+keeps the number it saw at capture and replays it at every step. What works: the changing value as a tensor the graph
+reads (`lr=torch.tensor(..., device=device)`, capturable=True: Adam, AdamW) with the scheduler stepped between
+replays, or the optimizer step left out of the graph. SGD reads a tensor learning rate on the host (`alpha=-lr`:
+CG404 says so), so it cannot take one in a graph. A schedule computed on the device from the tensor alone (StepLR
+with step_size=1: `lr * gamma` at every step) runs the same ops at every step and is not reported.
+"""
+
+from __future__ import annotations
+
+from cgtool.model.frame import Frame
+from cgtool.model.trace import OpRecord, Trace
+
+SCHEDULER = "torch/optim/lr_scheduler.py"
+OPTIM = "torch/optim/"
+
+SCHEDULER_HINT = ("Step the scheduler outside the captured step, after each replay (`graph.replay(); "
+                  "scheduler.step()`): with a tensor learning rate on the device (`lr=torch.tensor(1e-3, "
+                  "device=device)` and capturable=True: Adam, AdamW) it writes the new value into that tensor, and the "
+                  "graph reads it.")
+OPTIMIZER_HINT = ("Make the changing value a tensor the graph reads: `lr=torch.tensor(1e-3, device=device)` with "
+                  "capturable=True (Adam, AdamW), and step the scheduler outside the captured step, after each replay. "
+                  "Where that cannot be (SGD reads a tensor learning rate on the host; OneCycleLR and CyclicLR cycle "
+                  "momentum or betas as Python numbers, and cycle_momentum=False keeps them fixed), capture forward and "
+                  "backward only and run the optimizer step eagerly after each replay.")
+IN_PLACE_HINT = ("Move this update out of the captured step: run it before each replay, where it writes the new value "
+                 "into the tensor the graph reads.")
+IN_PLACE_CALLS = frozenset({"Tensor.fill_", "Tensor.copy_", "Tensor.zero_"})
+
+
+def optim_source(trace: Trace, op: OpRecord | None) -> str | None:
+    """"scheduler" when torch.optim.lr_scheduler issued the op, "optimizer" for another torch.optim file, else None."""
+    lib = trace.frame(op.lib) if op is not None else None
+    path = _short(lib)
+    if path is None or not path.startswith(OPTIM):
+        return None
+    return "scheduler" if path == SCHEDULER else "optimizer"
+
+
+def changing_number(trace: Trace, op: OpRecord, changes: str) -> tuple[str, str]:
+    """(message, hint) for a Python number passed to `op` that changes between iterations (`changes`: "0.05 then
+    0.025"), in the words of where it came from."""
+    source = optim_source(trace, op)
+    if source == "scheduler":
+        return (f"the learning-rate scheduler passes a Python number that changes between iterations to `{op.name}` "
+                f"({changes}): the graph keeps the value from capture and replays it at every step, so the schedule "
+                "does not move as it does in eager", SCHEDULER_HINT)
+    if source == "optimizer":
+        return (f"the optimizer passes a Python number that changes between iterations to `{op.name}` ({changes}): "
+                "a hyperparameter set from Python (a scheduler's learning rate, momentum or betas, or a param_group "
+                "value set by hand); the graph keeps the value from capture", OPTIMIZER_HINT)
+    hint = IN_PLACE_HINT if op.name in IN_PLACE_CALLS else (
+        "Keep the value in a device tensor and update it in place (buf.fill_(v) or buf.copy_(...)) before each "
+        "replay.")
+    return (f"the Python number passed to `{op.name}` changes between iterations ({changes}): the graph keeps the "
+            "value from capture", hint)
+
+
+def _short(f: Frame | None) -> str | None:
+    from cgtool.trace.frame_table import short_path
+
+    return short_path(f.file.replace("\\", "/")) if f is not None else None
