@@ -105,8 +105,9 @@ def user_ops(it: Iteration) -> list[OpRecord]:
 
 
 def align(a: Iteration, b: Iteration) -> Alignment:
-    """Pairs from the common prefix and the common suffix (no quadratic diff on 10k-op sequences).
-    diverge_at indexes user_ops(a) and user_ops(b)."""
+    """Pairs from the common prefix and the common suffix, and between them, after the first divergence, from each
+    place where the two iterations run the same ops again (_resynced: no quadratic diff on 10k-op sequences), so
+    that one branch does not hide the hazards after it. diverge_at indexes user_ops(a) and user_ops(b)."""
     oa, ob = user_ops(a), user_ops(b)
     ka, kb = [_key(o) for o in oa], [_key(o) for o in ob]
     if ka == kb:
@@ -119,9 +120,46 @@ def align(a: Iteration, b: Iteration) -> Alignment:
     s = 0
     while s < n - k and ka[-1 - s] == kb[-1 - s]:
         s += 1
+    pairs += [(oa[i], ob[j]) for i, j in _resynced(ka, kb, k, len(ka) - s, len(kb) - s)]
     if s:
         pairs += list(zip(oa[len(ka) - s:], ob[len(kb) - s:]))
     return Alignment(pairs, k, a, b)
+
+
+# Ops in a row that must match again before the ops after a divergence are paired
+RESYNC_WINDOW = 6
+
+
+def _resynced(ka: list, kb: list, lo: int, a_end: int, b_end: int) -> list[tuple[int, int]]:
+    """Index pairs of equal keys in ka[lo:a_end] and kb[lo:b_end], both starting at a divergence: from each
+    divergence the nearest place (fewest ops skipped on both sides) where RESYNC_WINDOW keys in a row match again,
+    then keys in step until the next divergence. Linear in the ops (a window index of kb), never a full diff."""
+    from bisect import bisect_left
+
+    w = RESYNC_WINDOW
+    where: dict[tuple, list[int]] = {}
+    for j in range(lo, b_end - w + 1):
+        where.setdefault(tuple(kb[j:j + w]), []).append(j)
+    out: list[tuple[int, int]] = []
+    i = j = lo
+    while i < a_end and j < b_end:
+        if ka[i] == kb[j]:
+            out.append((i, j))
+            i, j = i + 1, j + 1
+            continue
+        best: tuple[int, int] | None = None
+        x = i
+        while x + w <= a_end and (best is None or x - i < best[0] - i + best[1] - j):
+            js = where.get(tuple(ka[x:x + w]))
+            if js:
+                at = bisect_left(js, j)
+                if at < len(js) and (best is None or x - i + js[at] - j < best[0] - i + best[1] - j):
+                    best = (x, js[at])
+            x += 1
+        if best is None:
+            break
+        i, j = best
+    return out
 
 
 def alignments(trace: Trace) -> Iterator[Alignment]:

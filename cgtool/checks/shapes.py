@@ -183,14 +183,11 @@ def _last(node: ast.AST) -> int:
 
 
 def _separating_branch(path: str, la: int, lb: int) -> int | None:
-    """The innermost branch statement that puts the two lines in different parts."""
-    best = None
-    for node in _branch_nodes(path):
-        pa, pb = _part(node, la), _part(node, lb)
-        if pa != pb:
-            if best is None or _span(node) < _span(best):
-                best = node
-    return _head_line(best)
+    """The innermost branch statement that puts the two lines in different parts; of those, one that starts before
+    both lines where there is one (a loop after an `if` that skipped an op does not decide it: the `if` does)."""
+    separating = [node for node in _branch_nodes(path) if _part(node, la) != _part(node, lb)]
+    before = [node for node in separating if _first(node) <= min(la, lb)]
+    return _head_line(min(before or separating, key=_span, default=None))
 
 
 def _enclosing_branch(path: str, line: int) -> int | None:
