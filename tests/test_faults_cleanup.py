@@ -124,3 +124,35 @@ def _cmdline(pid: int) -> str:
             return fh.read().replace(b"\0", b" ").decode()
     except OSError:
         return ""
+
+
+RACE = """
+import subprocess, threading, time
+from cgtool.worker import lifetime
+
+started, box = threading.Event(), []
+
+def spawn():
+    proc = subprocess.Popen(["sleep", "30"])
+    started.set()
+    time.sleep(0.5)  # forked, not yet known as a worker: another thread's reaped() runs now
+    return proc
+
+t = threading.Thread(target=lambda: box.append(lifetime.start(spawn)))
+t.start()
+started.wait(10)
+lifetime.reaped(-1)  # another worker ended: the children this process does not know are ended
+t.join()
+alive = box[0].poll() is None
+box[0].kill()
+box[0].wait()
+print("alive" if alive else "killed")
+"""
+
+
+def test_a_worker_being_started_is_never_taken_for_an_orphan():
+    """lint -j 2 on CI: one thread's reaped() ended the worker another thread had just forked (exit status 0, no
+    result, in start-up): starting a worker and knowing it as one are one step now (lifetime.start)."""
+    r = subprocess.run([sys.executable, "-c", RACE], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert r.stdout.strip() == "alive", r.stdout + r.stderr

@@ -61,12 +61,11 @@ def run_job(job: Job, timeout: float | None = None,
         if job.force_cpu:  # --cpu (and the whole-step analysis of a failed capture): as on a machine without a GPU
             env["CUDA_VISIBLE_DEVICES"] = ""
         with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
+            proc = lifetime.start(lambda: subprocess.Popen(
                 python_command("cgtool.worker", job_path, result_path, str(write_fd)),
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 pass_fds=(write_fd,), start_new_session=True, env=env,
-            )
-        lifetime.started(proc.pid)
+            ))
         os.close(write_fd)
         outcome = WorkerOutcome(result=None)
         reader = threading.Thread(target=_read_events, args=(read_fd, outcome, on_event), daemon=True)

@@ -69,9 +69,9 @@ def run_as_rank(job: Job, timeout: float,
         json.dump(job.to_json(), fh)
     cmd = python_command("cgtool.worker.rank_child", job_path, run_dir)
     t0 = time.monotonic()
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, start_new_session=True,
-                            env=dict(launch_env(job), CGTOOL_RANK_CHILD="1", CGTOOL_GATHER="store"))
-    lifetime.started(proc.pid)
+    proc = lifetime.start(lambda: subprocess.Popen(
+        cmd, stdin=subprocess.DEVNULL, start_new_session=True,
+        env=dict(launch_env(job), CGTOOL_RANK_CHILD="1", CGTOOL_GATHER="store")))
     tail = EventTail(os.path.join(run_dir, f"rank{rank}.events.jsonl"))
     outcome = LaunchOutcome([], cmd)
     rank0 = None

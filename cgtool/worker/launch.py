@@ -155,9 +155,9 @@ def launch_ranks(job: Job, nproc: int, timeout: float, run_dir: str,
     outcome = LaunchOutcome([], cmd)
     t0 = time.monotonic()
     with open(os.path.join(run_dir, "launcher.log"), "wb") as log:
-        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, env=launch_env(job))
-    lifetime.started(proc.pid)
+        proc = lifetime.start(lambda: subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                                       stderr=subprocess.STDOUT, start_new_session=True,
+                                                       env=launch_env(job)))
 
     def pump() -> None:
         for r, tail in enumerate(tails):

@@ -9,10 +9,11 @@ import ctypes
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import threading
 import time
-from typing import NoReturn
+from typing import Callable, NoReturn, TypeVar
 
 from cgtool.errors import CTRL_C
 
@@ -117,21 +118,32 @@ def end_with_parent(folders: tuple[str, ...] = (), poll_s: float = 0.2) -> None:
 
 # The parent's side: workers it started, orphans that came back to it, and the stop signals.
 
-def started(pid: int) -> None:
-    _workers.add(pid)
+_spawn_lock = threading.Lock()  # a worker started is a worker known: reaped() never sees one in between
+P = TypeVar("P", bound=subprocess.Popen)
+
+
+def start(spawn: Callable[[], P]) -> P:
+    """Start a worker (`spawn()` returns its Popen) and know it as one, together: lint's threads start workers
+    while another thread's reaped() ends the children it does not know. Between fork and started, CI once saw
+    a worker taken for an orphan: killed and reaped there, its own thread read "exit status 0, no result"."""
+    with _spawn_lock:
+        proc = spawn()
+        _workers.add(proc.pid)
+        return proc
 
 
 def reaped(pid: int) -> None:
     """The worker `pid` was killed and reaped: end what it left behind that came back to this process."""
-    _workers.discard(pid)
-    for child in _own_children():
-        if child not in _workers:
-            kill_descendants(child)
-            try:
-                os.kill(child, signal.SIGKILL)
-                os.waitpid(child, 0)
-            except OSError:
-                pass
+    with _spawn_lock:
+        _workers.discard(pid)
+        for child in _own_children():
+            if child not in _workers:
+                kill_descendants(child)
+                try:
+                    os.kill(child, signal.SIGKILL)
+                    os.waitpid(child, 0)
+                except OSError:
+                    pass
 
 
 def _own_children() -> list[int]:
