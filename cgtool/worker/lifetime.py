@@ -139,11 +139,19 @@ def reaped(pid: int) -> None:
         for child in _own_children():
             if child not in _workers:
                 kill_descendants(child)
-                try:
-                    os.kill(child, signal.SIGKILL)
-                    os.waitpid(child, 0)
-                except OSError:
-                    pass
+                _kill_and_reap(child)
+
+
+def _kill_and_reap(pid: int, bound_s: float = 5.0) -> None:
+    """SIGKILL `pid` and reap it, waiting at most `bound_s` (a process stuck in the kernel is left unreaped:
+    reaped() holds the lock that starts workers)."""
+    try:
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + bound_s
+        while os.waitpid(pid, os.WNOHANG) == (0, 0) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    except OSError:
+        pass
 
 
 def _own_children() -> list[int]:
