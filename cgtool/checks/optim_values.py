@@ -13,6 +13,7 @@ with step_size=1: `lr * gamma` at every step) runs the same ops at every step an
 
 from __future__ import annotations
 
+from cgtool.checks.common import library_place
 from cgtool.model.frame import Frame
 from cgtool.model.trace import OpRecord, Trace
 
@@ -46,14 +47,16 @@ def changing_number(trace: Trace, op: OpRecord, changes: str) -> tuple[str, str]
     """(message, hint) for a Python number passed to `op` that changes between iterations (`changes`: "0.05 then
     0.025"), in the words of where it came from."""
     source = optim_source(trace, op)
+    lib = trace.frame(op.lib)
+    where = f" in {library_place(lib)}" if lib is not None else ""
     if source == "scheduler":
         return (f"the learning-rate scheduler passes a Python number that changes between iterations to `{op.name}` "
-                f"({changes}): the graph keeps the value from capture and replays it at every step, so the schedule "
-                "does not move as it does in eager", SCHEDULER_HINT)
+                f"({changes}){where}: the graph keeps the value from capture and replays it at every step, so the "
+                "schedule does not move as it does in eager", SCHEDULER_HINT)
     if source == "optimizer":
-        return (f"the optimizer passes a Python number that changes between iterations to `{op.name}` ({changes}): "
-                "a hyperparameter set from Python (a scheduler's learning rate, momentum or betas, or a param_group "
-                "value set by hand); the graph keeps the value from capture", OPTIMIZER_HINT)
+        return (f"the optimizer passes a Python number that changes between iterations to `{op.name}` ({changes})"
+                f"{where}: a hyperparameter set from Python (a scheduler's learning rate, momentum or betas, or a "
+                "param_group value set by hand); the graph keeps the value from capture", OPTIMIZER_HINT)
     hint = IN_PLACE_HINT if op.name in IN_PLACE_CALLS else (
         "Keep the value in a device tensor and update it in place (buf.fill_(v) or buf.copy_(...)) before each "
         "replay.")
