@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 from cgtool.checks.common import alignments, capture_iterations, compared_iterations, finding_at, finding_at_op
-from cgtool.checks.optim_values import changing_number, optim_source
+from cgtool.checks.changing_numbers import changing_number, optim_source
 from cgtool.checks.sync import is_optimizer_host_read
 from cgtool.model.finding import Finding
 from cgtool.model.rules import PAGEABLE_COPY, PYTHON_NUMBER, RULE_BY_ID

@@ -12,7 +12,7 @@ import functools
 from typing import Iterable
 
 from cgtool.checks.common import Alignment, alignments, finding_at, finding_for, op_place, user_ops
-from cgtool.checks.optim_values import SCHEDULER_HINT, optim_source
+from cgtool.checks.changing_numbers import SCHEDULER_HINT, optim_source
 from cgtool.model.finding import Finding
 from cgtool.model.frame import Frame
 from cgtool.model.trace import OpRecord, Trace

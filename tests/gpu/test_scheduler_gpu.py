@@ -3,7 +3,7 @@
 Python state put back between them), then `cgtool capture` on the same script. A schedule computed on the host
 (SGD's float lr under StepLR, CosineAnnealingLR writing a tensor lr) differs in replay and cgtool says CG402 with
 a replay mismatch; StepLR(step_size=1) on a tensor lr (`lr * gamma` on the device at every step) replays as eager
-does and cgtool finds no error. The CPU side of the same findings: tests/test_optim_values.py."""
+does and cgtool finds no error. The CPU side of the same findings: tests/test_changing_numbers.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 from conftest import ROOT
-from test_optim_values import SGD, STEP
+from test_changing_numbers import SGD, STEP
 
 from gpu.runs import cgtool_run, read_json, save_artifact
 

@@ -1,4 +1,4 @@
-"""A learning-rate scheduler inside the step (cgtool/checks/optim_values.py), on the CPU analysis: the number that
+"""A learning-rate scheduler inside the step (cgtool/checks/changing_numbers.py), on the CPU analysis: the number that
 changes is named as the optimizer's or the scheduler's, at the user's line, with the fix that works for it; a schedule
 computed on the device alone (StepLR with step_size=1 on a tensor lr) is not reported."""
 
@@ -105,3 +105,28 @@ def test_a_users_own_fill_is_told_to_move_out_of_the_step(tmp_path):
     assert (f.rule, f.line) == ("CG402", 10) and f.library is None
     assert f.message.startswith("the Python number passed to `Tensor.fill_` changes between iterations")
     assert f.hint.startswith("Move this update out of the captured step")
+
+
+KV_WRITE = '''import torch
+
+
+def setup(device):
+    return {"w": torch.randn(8, 8, device=device), "cache": torch.zeros(1, 32, 8, device=device)}
+
+
+def inputs(i, device):
+    return {"x": torch.randn(1, 8, generator=torch.Generator().manual_seed(i)).to(device), "pos": 4 + i}
+
+
+@torch.no_grad()
+def step(w, cache, x, pos):
+    cache[:, pos] = x @ w
+    return cache.sum(1)
+'''
+
+
+def test_a_changing_position_indexing_a_cache_is_told_to_index_with_a_device_tensor(tmp_path):
+    (f,) = errors_of(tmp_path, KV_WRITE)
+    assert (f.rule, f.line) == ("CG402", 14)
+    assert "`Tensor.__setitem__` changes between iterations (5 then 6)" in f.message
+    assert f.hint.startswith("Index with a device tensor the graph reads") and "index_copy_" in f.hint

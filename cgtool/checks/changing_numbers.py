@@ -1,5 +1,8 @@
-"""Python numbers from torch.optim that change between iterations: what a learning-rate scheduler inside the step
-does to a graph, said in the user's terms (CG402, CG302).
+"""The words of a Python number that changes between iterations (CG402, kind python-number): by where it comes from
+and what it does, each with the fix that works for it. A position indexing a tensor (a KV cache's write slot): index
+with a device tensor. A value the user writes into a tensor in the step (`fill_`): do that before each replay.
+
+Python numbers from torch.optim: what a learning-rate scheduler inside the step does to a graph (CG402, CG302).
 
 A scheduler sets the optimizer's learning rate (and OneCycleLR/CyclicLR its momentum or betas) from Python. With a
 float learning rate the optimizer passes that number to its kernels (`param.add_(grad, alpha=-lr)`); with a tensor
@@ -32,6 +35,11 @@ OPTIMIZER_HINT = ("Make the changing value a tensor the graph reads: `lr=torch.t
 IN_PLACE_HINT = ("Move this update out of the captured step: run it before each replay, where it writes the new value "
                  "into the tensor the graph reads.")
 IN_PLACE_CALLS = frozenset({"Tensor.fill_", "Tensor.copy_", "Tensor.zero_"})
+INDEX_HINT = ("Index with a device tensor the graph reads, updated before each replay: `cache.index_copy_(1, pos, "
+              "value)` with `pos` a device tensor input (as transformers' StaticCache takes `cache_position`), "
+              "`torch.index_select(x, dim, pos)` to read.")
+INDEX_CALLS = frozenset({"Tensor.__setitem__", "Tensor.__getitem__", "Tensor.select", "Tensor.narrow",
+                         "torch.select", "torch.narrow"})
 
 
 def optim_source(trace: Trace, op: OpRecord | None) -> str | None:
@@ -57,7 +65,7 @@ def changing_number(trace: Trace, op: OpRecord, changes: str) -> tuple[str, str]
         return (f"the optimizer passes a Python number that changes between iterations to `{op.name}` ({changes})"
                 f"{where}: a hyperparameter set from Python (a scheduler's learning rate, momentum or betas, or a "
                 "param_group value set by hand); the graph keeps the value from capture", OPTIMIZER_HINT)
-    hint = IN_PLACE_HINT if op.name in IN_PLACE_CALLS else (
+    hint = IN_PLACE_HINT if op.name in IN_PLACE_CALLS else INDEX_HINT if op.name in INDEX_CALLS else (
         "Keep the value in a device tensor and update it in place (buf.fill_(v) or buf.copy_(...)) before each "
         "replay.")
     return (f"the Python number passed to `{op.name}` changes between iterations ({changes}): the graph keeps the "
