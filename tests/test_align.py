@@ -43,10 +43,10 @@ def test_equal_iterations_pair_everything():
 
 @given(st.lists(st.sampled_from("abcd"), max_size=60), st.lists(st.sampled_from("abcd"), max_size=60))
 def test_pairs_are_equal_ops_in_order_on_both_sides(xs, ys):
-    oa, ob = _it(1, list(xs)).ops, _it(2, list(ys)).ops
-    al = align(Iteration(1, ops=oa), Iteration(2, ops=ob))
-    ia = [next(i for i, o in enumerate(oa) if o is a) for a, _ in al.pairs]
-    ib = [next(i for i, o in enumerate(ob) if o is b) for _, b in al.pairs]
+    a, b = _it(1, list(xs)), _it(2, list(ys))
+    al = align(a, b)
+    where_a, where_b = {id(o): i for i, o in enumerate(a.ops)}, {id(o): i for i, o in enumerate(b.ops)}
+    ia, ib = [where_a[id(x)] for x, _ in al.pairs], [where_b[id(y)] for _, y in al.pairs]
     assert all(a.name == b.name for a, b in al.pairs)
     assert ia == sorted(set(ia)) and ib == sorted(set(ib))  # each op once, in order on both sides
 

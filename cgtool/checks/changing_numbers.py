@@ -17,7 +17,6 @@ with step_size=1: `lr * gamma` at every step) runs the same ops at every step an
 from __future__ import annotations
 
 from cgtool.checks.common import library_place
-from cgtool.model.frame import Frame
 from cgtool.model.trace import OpRecord, Trace
 
 SCHEDULER = "torch/optim/lr_scheduler.py"
@@ -44,17 +43,18 @@ INDEX_CALLS = frozenset({"Tensor.__setitem__", "Tensor.__getitem__", "Tensor.sel
 
 def optim_source(trace: Trace, op: OpRecord | None) -> str | None:
     """"scheduler" when torch.optim.lr_scheduler issued the op, "optimizer" for another torch.optim file, else None."""
+    from cgtool.trace.frame_table import short_path
+
     lib = trace.frame(op.lib) if op is not None else None
-    path = _short(lib)
-    if path is None or not path.startswith(OPTIM):
+    path = short_path(lib.file.replace("\\", "/")) if lib is not None else ""
+    if not path.startswith(OPTIM):
         return None
     return "scheduler" if path == SCHEDULER else "optimizer"
 
 
-def changing_number(trace: Trace, op: OpRecord, changes: str) -> tuple[str, str]:
+def changing_number(trace: Trace, op: OpRecord, changes: str, source: str | None) -> tuple[str, str]:
     """(message, hint) for a Python number passed to `op` that changes between iterations (`changes`: "0.05 then
-    0.025"), in the words of where it came from."""
-    source = optim_source(trace, op)
+    0.025"), in the words of where it came from (`source`: optim_source's answer for `op`)."""
     lib = trace.frame(op.lib)
     where = f" in {library_place(lib)}" if lib is not None else ""
     if source == "scheduler":
@@ -71,8 +71,3 @@ def changing_number(trace: Trace, op: OpRecord, changes: str) -> tuple[str, str]
     return (f"the Python number passed to `{op.name}` changes between iterations ({changes}): the graph keeps the "
             "value from capture", hint)
 
-
-def _short(f: Frame | None) -> str | None:
-    from cgtool.trace.frame_table import short_path
-
-    return short_path(f.file.replace("\\", "/")) if f is not None else None

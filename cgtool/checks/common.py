@@ -147,14 +147,13 @@ def _resynced(ka: list, kb: list, lo: int, a_end: int, b_end: int) -> list[tuple
             out.append((i, j))
             i, j = i + 1, j + 1
             continue
-        best: tuple[int, int] | None = None
+        best, cost = None, a_end + b_end  # the nearest place found so far, and the ops it skips on both sides
         x = i
-        while x + w <= a_end and (best is None or x - i < best[0] - i + best[1] - j):
+        while x + w <= a_end and x - i < cost:
             js = where.get(tuple(ka[x:x + w]))
-            if js:
-                at = bisect_left(js, j)
-                if at < len(js) and (best is None or x - i + js[at] - j < best[0] - i + best[1] - j):
-                    best = (x, js[at])
+            at = bisect_left(js, j) if js else 0
+            if js and at < len(js) and x - i + js[at] - j < cost:
+                best, cost = (x, js[at]), x - i + js[at] - j
             x += 1
         if best is None:
             break

@@ -68,8 +68,9 @@ def check_host_scalars(trace: Trace) -> list[Finding]:
                 out.append(finding_at(trace, "CG301", a.frame, f"the size or slice passed to `{a.name}` changes "
                                       f"between iterations ({_show(changed)}); replay keeps the captured shapes"))
             else:
-                message, hint = changing_number(trace, a, _show(changed))
-                if optim_source(trace, a):  # torch.optim's own line is named beside the user's
+                source = optim_source(trace, a)
+                message, hint = changing_number(trace, a, _show(changed), source)
+                if source:  # torch.optim's own line is named beside the user's
                     out.append(finding_at_op(trace, "CG402", a, message, hint=hint, kind=PYTHON_NUMBER))
                 else:
                     out.append(finding_at(trace, "CG402", a.frame, message, hint=hint, kind=PYTHON_NUMBER))

@@ -9,13 +9,15 @@ import ctypes
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
-from typing import Callable, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, TypeVar
 
 from cgtool.errors import CTRL_C
+
+if TYPE_CHECKING:
+    import subprocess
 
 _PR_SET_CHILD_SUBREAPER = 36
 _workers: set[int] = set()  # pids of the workers (launchers) this process started and has not reaped
@@ -119,7 +121,7 @@ def end_with_parent(folders: tuple[str, ...] = (), poll_s: float = 0.2) -> None:
 # The parent's side: workers it started, orphans that came back to it, and the stop signals.
 
 _spawn_lock = threading.Lock()  # a worker started is a worker known: reaped() never sees one in between
-P = TypeVar("P", bound=subprocess.Popen)
+P = TypeVar("P", bound="subprocess.Popen[Any]")
 
 
 def start(spawn: Callable[[], P]) -> P:

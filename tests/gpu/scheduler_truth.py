@@ -16,7 +16,7 @@ import sys
 
 import torch
 
-from truth_common import load, side_stream_warmup, tensors_of
+from truth_common import load, replay_with, side_stream_warmup, tensors_of
 
 
 def main():
@@ -69,11 +69,7 @@ def main():
     first, worst, noise = None, [], []
     with torch.cuda.stream(side):
         for j, inp in enumerate(inputs):
-            with torch.no_grad():
-                for name, t in static.items():
-                    t.copy_(inp[name])
-            graph.replay()
-            torch.cuda.synchronize()
+            replay_with(graph, static, inp)
             got = params()
             d = max(float((e - r).abs().max()) for e, r in zip(eager[j], got))
             n = max(float((e - a).abs().max()) for e, a in zip(eager[j], again[j]))

@@ -17,7 +17,7 @@ import sys
 import torch
 from torch.utils._pytree import tree_flatten
 
-from truth_common import load, side_stream_warmup, tensors_of
+from truth_common import load, replay_with, side_stream_warmup, tensors_of
 
 NOISE_FACTOR = 4.0  # replay may differ from eager by 4x what two eager runs differ by (as cgtool)
 TOL = {torch.float64: (1e-7, 1e-7), torch.float32: (1e-4, 1e-5), torch.float16: (1e-2, 1e-3),
@@ -74,11 +74,7 @@ def main():
     first, bad, worst, noise_max = None, [], 0.0, 0.0
     with torch.cuda.stream(side):
         for j, inp in enumerate(inputs):
-            with torch.no_grad():
-                for name, t in static.items():
-                    t.copy_(inp[name])
-            graph.replay()
-            torch.cuda.synchronize()
+            replay_with(graph, static, inp)
             o = outs(static_out)
             (e_out, e_state), (a_out, a_state) = eager[j], again[j]
             names = [f"output[{i}]" for i in range(len(o))]

@@ -67,3 +67,14 @@ def side_stream_warmup(mod: ModuleType, state: dict[str, Any], device: Any, iter
     torch.cuda.current_stream().wait_stream(side)
     torch.cuda.synchronize()
     return side
+
+
+def replay_with(graph: Any, static: dict[str, Any], inp: dict[str, Any]) -> None:
+    """One replay of `graph` on the inputs `inp`, copied into its static input tensors first, then synchronized."""
+    import torch
+
+    with torch.no_grad():
+        for name, t in static.items():
+            t.copy_(inp[name])
+    graph.replay()
+    torch.cuda.synchronize()
