@@ -45,6 +45,13 @@ def named_tensors(value: Any, prefix: str, _seen: set[int] | None = None) -> Ite
                 if isinstance(t, torch.Tensor) and id(t) not in seen:
                     seen.add(id(t))
                     yield f"{prefix}.state[{index.get(id(p), '?')}].{key}", t
+        # hyperparameters held as device tensors (a capturable optimizer's lr, betas): a scheduler writes them in
+        # place, so they are state a step changes like any other
+        for i, group in enumerate(value.param_groups):
+            for key, t in group.items():
+                if key != "params" and isinstance(t, torch.Tensor) and id(t) not in seen:
+                    seen.add(id(t))
+                    yield f"{prefix}.param_groups[{i}].{key}", t
     elif isinstance(value, dict):
         seen.add(id(value))
         for k, v in value.items():
