@@ -10,7 +10,7 @@ from cgtool.checks.accumulate_grad import check_accumulate_grad
 from cgtool.checks.host import check_device_work, check_host_copies, check_host_scalars
 from cgtool.checks.rng import check_rng, check_rng_reset
 from cgtool.checks.shapes import check_control_flow, check_shapes
-from cgtool.checks.state import check_rebound_state
+from cgtool.checks.state import check_host_state, check_rebound_state
 from cgtool.checks.streams import check_streams
 from cgtool.checks.sync import check_sync
 from cgtool.model.finding import CPU_TRACE, GPU_TRACE, Finding
@@ -26,6 +26,7 @@ CHECKS: list[Check] = [
     check_rng,
     check_rng_reset,
     check_rebound_state,
+    check_host_state,
     check_host_copies,
     check_host_scalars,
     check_device_work,

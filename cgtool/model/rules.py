@@ -133,6 +133,11 @@ RULES: tuple[Rule, ...] = (
          "nodes are made on the stream that captures.", True,
          kinds=(Kind(MADE_BEFORE_WARMUP, CAPTURE_FAILS, capture_error="operation failed due to a previous error "
                      "during capture"),)),
+    Rule("CG408", "python-state", "warning", "the step changes Python state every iteration (a list grows, a "
+         "counter moves): a replay runs no Python, so it stays as it was at capture",
+         "Keep the bookkeeping out of the captured step and do it after each replay (`graph.replay(); "
+         "log.append(static_loss.clone())`), or hold the count in a device tensor updated in place "
+         "(`steps.add_(1)`)."),
     Rule("CG501", "capture-error", "error", "capture failed",
          "See the CUDA error and the line named; fix the first problem cgtool reports above it.", True),
     Rule("CG502", "empty-graph", "warning", "the captured graph has no GPU work",

@@ -80,9 +80,25 @@ class Rebind(Record):
     read: bool | None = None
 
 
+@dataclass(frozen=True)
+class HostChange(Record):
+    """Python state of setup's (a list's or dict's length, a number, flag or string held in a dict, a list, a user
+    object or a module of a class not torch's) that differs after an iteration from the iteration before (recorded
+    by the Tracer's state watch): `path` names it from the step's arguments (`log`, `trainer.step_count`);
+    `before`/`after` are the lengths ("len 3") or values ("2") shown; `frame` is the user's line of the op that
+    made a tensor the step put into the container, else the step's `def` line; `tensors`: a list that grew by
+    tensors."""
+
+    path: str
+    before: str
+    after: str
+    frame: int = -1
+    tensors: bool = field(default=False, metadata=meta(omit=is_empty))
+
+
 @dataclass
 class Iteration(Record):
-    JSON_ORDER = ("index", "phase", "ops", "inputs", "error", "stream", "rebinds")
+    JSON_ORDER = ("index", "phase", "ops", "inputs", "error", "stream", "rebinds", "host_changes")
 
     index: int
     phase: str = "warmup"  # "warmup" or "capture"
@@ -92,6 +108,8 @@ class Iteration(Record):
     error: str | None = None  # the step raised in this iteration: "TypeName: message"
     # state tensors the step replaced (see Rebind)
     rebinds: list[Rebind] = field(default_factory=list, metadata=meta(omit=is_empty))
+    # Python state the step changed (see HostChange)
+    host_changes: list[HostChange] = field(default_factory=list, metadata=meta(omit=is_empty))
 
 
 @dataclass

@@ -79,6 +79,8 @@ class OpRecorder(CallRecorder, AtenDetail):
         self.watched: dict[int, tuple[weakref.ref, str]] = {}
         self.read_paths: set[str] = set()
         self.made: dict[int, int] = {}
+        # a list of setup's grew in the previous iteration (StateWatch): note which op makes what, as above
+        self.watch_made = False
         # Tensors of setup's state and inputs that the CPU run never saw made (trace/unseen_origin.py): a sync found
         # on them is a warning; `unsure_out` is the path an aten op in flight passes on to its outputs.
         self.unseen = UnseenOrigin() if virtual_cuda else None

@@ -11,6 +11,10 @@
   tensor object becomes a Rebind of the iteration. A path rebound once is watched in the next iteration: whether
   the step reads the old tensor (state that flows between iterations, not a value recomputed before each use),
   and which op made the new one (its line).
+- Python state the step changes: after each iteration the lengths of the lists, dicts and sets reachable from
+  setup's state, and the numbers, flags and strings they and user objects (and modules of classes not torch's)
+  hold, are compared with those after the previous one; each that differs becomes a HostChange of the iteration
+  (a list that grew by tensors names the line of the op that made them).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Any, Iterator
 
 import torch
 
-from cgtool.model.trace import CALL, OpRecord, Rebind
+from cgtool.model.trace import CALL, HostChange, OpRecord, Rebind
 from cgtool.script.contract import STEP_WATCHERS, Args, Script
 from cgtool.script.frames import def_frame
 from cgtool.trace.standin_api import TORCH_DIR
@@ -65,6 +69,7 @@ class StateWatch:
         self.roots: list[tuple[str, Any]] | None = None  # the step's state arguments, by parameter name
         self.step_frame = -1  # the step's `def` line (trace frame index), for a rebinding of unknown origin
         self.seen: dict[str, weakref.ref] | None = None  # path -> tensor at the end of the previous iteration
+        self.host_seen: dict[str, str] | None = None  # path -> Python value shown, at the end of the previous one
 
     # ---- lifecycle (Tracer.__enter__/__exit__, each iteration's enter/exit) ------------------------------
     def install(self) -> None:
@@ -117,6 +122,30 @@ class StateWatch:
                 it.rebinds.append(Rebind(path, frame, (path in read) if path in watched else None))
         self.seen = {path: weakref.ref(tensor) for path, tensor in now.items()}
         t.watched = {id(now[r.path]): (weakref.ref(now[r.path]), r.path) for r in it.rebinds}
+        self._compare_host(it, made, ops)
+
+    def _compare_host(self, it: Any, made: dict[int, int], ops: list[OpRecord] | None) -> None:
+        t = self.tracer
+        t.mute += 1
+        try:
+            now = dict(host_values(self.roots or []))
+        finally:
+            t.mute -= 1
+        if self.host_seen is not None:
+            for path, (shown, value) in now.items():
+                before = self.host_seen.get(path)
+                if before is None or before == shown:
+                    continue
+                frame, tensors = self.step_frame, False
+                if isinstance(value, list) and before.startswith("len "):  # grew: the op that made a tensor put in it
+                    new = value[int(before[4:]):] if len(value) > int(before[4:]) else []
+                    tensors = any(isinstance(v, Tensor) for v in new)
+                    k = next((made[id(v)] for v in reversed(new) if isinstance(v, Tensor) and id(v) in made), -1)
+                    if ops is not None and 0 <= k < len(ops) and ops[k].frame >= 0:
+                        frame = ops[k].frame
+                it.host_changes.append(HostChange(path, before, shown, frame, tensors))
+        self.host_seen = {path: shown for path, (shown, _) in now.items()}
+        t.watch_made = any(isinstance(c.after, str) and c.after.startswith("len ") for c in it.host_changes)
 
     def on_step(self, script: Script, state: Args) -> None:
         """STEP_WATCHERS hook: the step's state arguments (once; the harness passes the same state each time)."""
@@ -209,6 +238,57 @@ def state_tensors(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, Tensor]]:
         elif _user_object(value):
             for k, v in list(vars(value).items())[:_MAX_ENTRIES]:
                 stack.append((f"{path}.{k}", v, depth + 1))
+
+
+_SCALARS = (bool, int, float, str)
+_MODULE_SKIP = frozenset({"training"})  # a module's own flag, set by train()/eval() around steps, not by them
+
+
+def host_values(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, tuple[str, Any]]]:
+    """(path, (shown, value)) for the Python state reachable from the roots, _MAX_DEPTH deep: the length of each
+    list, dict and set ("len 3"), and each number, flag or string held in one of them, in a user object's attributes
+    or in the public attributes of a module of a class not torch's (`self.calls`). Tensors are state_tensors';
+    torch's own objects (optimizers, schedulers, GradScaler) are not walked: CG402 reads the numbers they pass on."""
+    seen: set[int] = set()
+    count = 0
+    stack: list[tuple[str, Any, int]] = [(name, value, 0) for name, value in reversed(roots)]
+    while stack and count < _MAX_TENSORS:
+        path, value, depth = stack.pop()
+        if isinstance(value, Tensor) or value is None:
+            continue
+        if isinstance(value, _SCALARS):
+            if depth > 0:  # the step's own arguments are passed by value
+                count += 1
+                yield path, (repr(value)[:80], value)
+            continue
+        if id(value) in seen or depth > _MAX_DEPTH:
+            continue
+        seen.add(id(value))
+        if isinstance(value, torch.nn.Module):
+            for prefix, m in value.named_modules(prefix=path):
+                if type(m).__module__.startswith("torch"):
+                    continue
+                seen.add(id(m))
+                for k, v in islice(vars(m).items(), _MAX_ENTRIES):
+                    if not k.startswith("_") and k not in _MODULE_SKIP and not isinstance(v, torch.nn.Module):
+                        stack.append((f"{prefix}.{k}", v, depth + 1))
+        elif isinstance(value, (list, dict, set)):
+            count += 1
+            yield path, (f"len {len(value)}", value)
+            if isinstance(value, dict):
+                for k, v in list(value.items())[:_MAX_ENTRIES]:
+                    if isinstance(k, (str, int)):
+                        stack.append((f"{path}[{k!r}]", v, depth + 1))
+            elif isinstance(value, list):
+                for i, v in enumerate(value[:_MAX_ENTRIES]):
+                    stack.append((f"{path}[{i}]", v, depth + 1))
+        elif isinstance(value, tuple):
+            for i, v in enumerate(value[:_MAX_ENTRIES]):
+                stack.append((f"{path}[{i}]", v, depth + 1))
+        elif _user_object(value):
+            for k, v in list(vars(value).items())[:_MAX_ENTRIES]:
+                if not k.startswith("__"):
+                    stack.append((f"{path}.{k}", v, depth + 1))
 
 
 def _user_object(value: Any) -> bool:

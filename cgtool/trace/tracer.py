@@ -226,7 +226,8 @@ class _DispatchMode(TorchDispatchMode):
         t = self.tracer
         if t.ops is None or t.mute or t.broken:
             return func(*args, **kwargs)
-        made = len(t.ops) if t.watched else -1  # while state tensors are watched: which op makes what
+        # while state tensors are watched, or a list of setup's grows: which op makes what
+        made = len(t.ops) if t.watched or t.watch_made else -1
         try:
             tag = t.on_aten(func, args, kwargs)
         except Exception as exc:  # noqa: BLE001 - a tracer bug must not reach the user's code
