@@ -247,3 +247,71 @@ def test_rebinds_survive_json(tmp_path):
     from cgtool.checks import run_checks
 
     assert run_checks(again) == findings
+
+
+# ---- CG408: Python state the step changes every iteration --------------------------------------------------
+
+BOOKKEEPING = """
+class Trainer:
+    def __init__(self, model):
+        self.model, self.step_count, self.name = model, 0, "run"
+
+class Counted(nn.Linear):
+    def forward(self, x):
+        self.calls = getattr(self, "calls", 0) + 1
+        return super().forward(x)
+
+def setup(device):
+    return {"trainer": Trainer(Counted(8, 8).to(device)), "losses": [], "floats": [], "cfg": {"lr": 0.1}}
+
+def inputs(i, device):
+    return {"x": torch.randn(4, 8, device=device)}
+
+def step(trainer, losses, floats, cfg, x):
+    y = trainer.model(x).sum()
+    trainer.step_count += 1
+    losses.append(y.detach())
+    floats.append(float(cfg["lr"]))
+    return y.detach()
+"""
+
+
+def test_python_state_changed_every_iteration_is_a_warning_at_its_line(tmp_path):
+    trace, findings, path = run(tmp_path, BOOKKEEPING)
+    got = {(f.line, f.severity): f.message for f in findings if f.rule == "CG408"}
+    def_line, append_line = line_of(path, "def step("), line_of(path, "losses.append")
+    assert set(got) == {(def_line, "warning"), (append_line, "warning")}, got
+    at_def = got[(def_line, "warning")]
+    # the counter, the module's own counter and the list of floats, each with its values; the unchanged name and
+    # config are not named
+    assert "`trainer.step_count` (1 → 2 → 3 → 4)" in at_def and "`trainer.model.calls`" in at_def
+    assert "`floats` (len 1 → len 2" in at_def and "cfg" not in at_def and "name" not in at_def
+    assert "`losses` (len 1 → len 2 → len 3 → len 4)" in got[(append_line, "warning")]
+    assert "the graph's own memory" in got[(append_line, "warning")] and "graph's own memory" not in at_def
+
+
+def test_python_state_set_once_or_kept_is_not_reported(tmp_path):
+    _, findings, _ = run(tmp_path, """
+        def setup(device):
+            return {"lin": nn.Linear(8, 8).to(device), "cache": {}, "window": [0.0] * 4, "box": {"k": 0}}
+
+        def inputs(i, device):
+            return {"x": torch.randn(4, 8, device=device)}
+
+        def step(lin, cache, window, box, x):
+            cache.setdefault("scale", 2.0)  # lazy initialization: the first iteration only
+            box["k"] = 1  # set to the same value every iteration
+            lin.train()  # a module's own flag
+            return lin(x) * cache["scale"]
+        """)
+    assert [f for f in findings if f.rule == "CG408"] == []
+
+
+def test_host_changes_survive_json(tmp_path):
+    trace, findings, _ = run(tmp_path, BOOKKEEPING)
+    again = Trace.from_json(json.loads(json.dumps(trace.to_json())))
+    assert [it.host_changes for it in again.iterations] == [it.host_changes for it in trace.iterations]
+    assert any(c.tensors for it in again.iterations for c in it.host_changes)
+    from cgtool.checks import run_checks
+
+    assert run_checks(again) == findings

@@ -36,6 +36,7 @@ CATEGORIES = (
     "distributed",
     "compiled",
     "rebound-state",
+    "python-state",
 )
 
 
