@@ -285,3 +285,36 @@ def test_tree_graph_dots_are_copied_to_the_output_folder(tmp_path):
     assert (out / "graph-2.dot").read_text().startswith("digraph")
     page = (out / "report.html").read_text()  # the trees' functions, as the HTML report lists them
     assert "CUDAGraph Trees" in page and all(f.name in page for f in rep.compiled.functions)
+
+
+def test_python_state_changed_inside_compiled_code_is_not_cg408(tmp_path):
+    """CG408 says a replay runs none of the step's Python; under torch.compile's CUDA graphs dynamo replays a
+    compiled function's side effects (a list appended to, a counter) at every call, so there it is left out."""
+    from cgtool.model.job import CaptureSettings, Job
+    from cgtool.model.phase_log import PhaseLog
+    from cgtool.pipeline.capture_job import capture_job
+
+    path = tmp_path / "compiled_books.py"
+    path.write_text('''import torch
+from torch import nn
+
+
+def setup(device):
+    torch.manual_seed(0)
+    return {"model": nn.Linear(16, 16).to(device), "books": {"calls": 0, "seen": []}}
+
+
+def inputs(i, device):
+    return {"x": torch.randn(4, 16, device=device)}
+
+
+@torch.compile(mode="reduce-overhead")
+def step(model, books, x):
+    books["calls"] += 1
+    books["seen"].append(x.shape[0])
+    return model(x).relu()
+''')
+    rep = capture_job(Job("capture", str(path), "step", CaptureSettings(warmup=3), True), PhaseLog())
+    assert rep.status == "cpu-only" and not rep.errors, rep.errors
+    assert rep.compiled is not None and rep.compiled.sites
+    assert [f for f in rep.findings if f.rule == "CG408"] == []

@@ -51,6 +51,7 @@ def check_host_state(trace: Trace) -> list[Finding]:
     finding per line: the op that made the tensors a list grew by, else the step's `def` line."""
     steady = [it for it in compared_iterations(trace) if it.error is None]
     steady += [it for it in trace.iterations if it.phase == "capture" and it.error is None and it.ops]
+    steady = [it for it in steady if trace.iterations and it is not trace.iterations[0]]  # the first has no before
     if len(steady) < 2:
         return []
     changes: list[dict[str, HostChange]] = [{c.path: c for c in it.host_changes} for it in steady]

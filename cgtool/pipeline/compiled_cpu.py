@@ -92,6 +92,8 @@ def merge_cpu_findings(findings: list[Finding], run: CompiledRun,
             dropped += 1
         elif (f.file, f.line) in breaks or f.rule == "CG301" or (f.rule == "CG402" and f.kind == PYTHON_NUMBER):
             continue  # said by CG705 / CG702 from what dynamo did
+        elif f.rule == "CG408":
+            continue  # dynamo replays a compiled function's Python side effects (list appends, counters) every call
         elif f.rule == "CG402":
             keep.append(replace(f, rule="CG701", category="compiled", severity="warning", kind=None, predicts=None,
                                 message=f"a CPU tensor in compiled code ({f.message}): torch.compile runs that part "
