@@ -228,16 +228,22 @@ def state_tensors(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, Tensor]]:
                         if isinstance(v, Tensor):
                             count += 1
                             yield f"{prefix}.{k}", v
-        elif isinstance(value, dict):
-            for k, v in list(value.items())[:_MAX_ENTRIES]:
-                if isinstance(k, (str, int)):
-                    stack.append((f"{path}[{k!r}]", v, depth + 1))
-        elif isinstance(value, (list, tuple)):
-            for i, v in enumerate(value[:_MAX_ENTRIES]):
-                stack.append((f"{path}[{i}]", v, depth + 1))
-        elif _user_object(value):
-            for k, v in list(vars(value).items())[:_MAX_ENTRIES]:
-                stack.append((f"{path}.{k}", v, depth + 1))
+        else:
+            stack.extend(_children(path, value, depth))
+
+
+def _children(path: str, value: Any, depth: int) -> list[tuple[str, Any, int]]:
+    """(path, value, depth) of a dict's entries (str and int keys), a list's or tuple's items, a user object's
+    attributes; none for anything else."""
+    if isinstance(value, dict):
+        return [(f"{path}[{k!r}]", v, depth + 1) for k, v in list(value.items())[:_MAX_ENTRIES]
+                if isinstance(k, (str, int))]
+    if isinstance(value, (list, tuple)):
+        return [(f"{path}[{i}]", v, depth + 1) for i, v in enumerate(value[:_MAX_ENTRIES])]
+    if _user_object(value):
+        return [(f"{path}.{k}", v, depth + 1) for k, v in list(vars(value).items())[:_MAX_ENTRIES]
+                if not k.startswith("__")]
+    return []
 
 
 _SCALARS = (bool, int, float, str)
@@ -272,23 +278,11 @@ def host_values(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, tuple[str, 
                 for k, v in islice(vars(m).items(), _MAX_ENTRIES):
                     if not k.startswith("_") and k not in _MODULE_SKIP and not isinstance(v, torch.nn.Module):
                         stack.append((f"{prefix}.{k}", v, depth + 1))
-        elif isinstance(value, (list, dict, set)):
-            count += 1
-            yield path, (f"len {len(value)}", value)
-            if isinstance(value, dict):
-                for k, v in list(value.items())[:_MAX_ENTRIES]:
-                    if isinstance(k, (str, int)):
-                        stack.append((f"{path}[{k!r}]", v, depth + 1))
-            elif isinstance(value, list):
-                for i, v in enumerate(value[:_MAX_ENTRIES]):
-                    stack.append((f"{path}[{i}]", v, depth + 1))
-        elif isinstance(value, tuple):
-            for i, v in enumerate(value[:_MAX_ENTRIES]):
-                stack.append((f"{path}[{i}]", v, depth + 1))
-        elif _user_object(value):
-            for k, v in list(vars(value).items())[:_MAX_ENTRIES]:
-                if not k.startswith("__"):
-                    stack.append((f"{path}.{k}", v, depth + 1))
+        else:
+            if isinstance(value, (list, dict, set)):
+                count += 1
+                yield path, (f"len {len(value)}", value)
+            stack.extend(_children(path, value, depth))
 
 
 def _user_object(value: Any) -> bool:
