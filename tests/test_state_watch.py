@@ -293,15 +293,19 @@ def test_python_state_changed_every_iteration_is_a_warning_at_its_line(tmp_path)
 def test_python_state_set_once_or_kept_is_not_reported(tmp_path):
     _, findings, _ = run(tmp_path, """
         def setup(device):
-            return {"lin": nn.Linear(8, 8).to(device), "cache": {}, "window": [0.0] * 4, "box": {"k": 0}}
+            return {"lin": nn.Linear(8, 8).to(device), "cache": {}, "window": [0.0] * 4, "box": {"k": 0},
+                    "times": {}}
 
         def inputs(i, device):
             return {"x": torch.randn(4, 8, device=device)}
 
-        def step(lin, cache, window, box, x):
+        def step(lin, cache, window, box, times, x):
             cache.setdefault("scale", 2.0)  # lazy initialization: the first iteration only
             box["k"] = 1  # set to the same value every iteration
             lin.train()  # a module's own flag
+            start = torch.cuda.Event()  # torch's own objects (on the CPU run, cgtool's stand-ins for them)
+            start.record()
+            times["start"] = start
             return lin(x) * cache["scale"]
         """)
     assert [f for f in findings if f.rule == "CG408"] == []

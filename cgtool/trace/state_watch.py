@@ -287,8 +287,9 @@ def host_values(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, tuple[str, 
 
 def _user_object(value: Any) -> bool:
     """An instance of a class of the user's or a library's (a Trainer, an EMA helper), not torch's own object
-    (an optimizer, a GradScaler), a module, a class or a function."""
+    (an optimizer, a GradScaler), nor cgtool's stand-in for one (the CPU run's CUDA events and streams: on the GPU
+    they are torch's), a module, a class or a function."""
     if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType)):
         return False
     module = type(value).__module__ or ""
-    return hasattr(value, "__dict__") and module != "builtins" and not module.startswith("torch")
+    return hasattr(value, "__dict__") and module != "builtins" and not module.startswith(("torch", "cgtool."))
