@@ -154,3 +154,20 @@ def test_lint_on_ranks_keeps_a_ranks_failed_replay_check():
     merged.replay = kept
     assert script_result("s.py", merged, LintOptions(nproc=2)).errors == ["replay check failed: rank 1: could not compare"]
     assert _failed_replay(_ranks(good, _report())) is None
+
+
+def test_lint_fails_a_script_whose_cpu_analysis_stopped_early():
+    """The tracer stopped recording (a cgtool bug): the findings after that point are missing, so lint fails the
+    script with the reason instead of printing "0 errors" for a partial analysis (capture shows the same Skip)."""
+    from cgtool.lint.run import LintOptions, script_result
+    from cgtool.model.lint_result import LintResult
+    from cgtool.model.report_parts import TRACER_STOPPED, Skip
+
+    report = _report()
+    text = "part of the CPU analysis: its tracer stopped recording (RuntimeError: boom); findings after that point are missing"
+    report.skipped.append(Skip(TRACER_STOPPED, text))
+    result = script_result("s.py", report, LintOptions())
+    assert result.failed and result.errors == [text]
+    assert LintResult(scripts=[result]).exit_code != ExitCode.OK
+    report.skipped.clear()
+    assert not script_result("s.py", report, LintOptions()).failed

@@ -319,3 +319,84 @@ def test_host_changes_survive_json(tmp_path):
     from cgtool.checks import run_checks
 
     assert run_checks(again) == findings
+
+
+def test_python_state_what_inputs_moves_a_subclassed_scheduler_and_torch_named_libraries(tmp_path):
+    """What inputs() changes (a loader's cursor) moves between replays too: not the step's. A user's subclass of a
+    torch scheduler is torch's object (its numbers are CG402's). A library whose package name merely starts with
+    "torch" (torchmetrics, torch_ema) is not torch: its growing list is reported."""
+    trace, findings, path = run(tmp_path, """
+        import weakref
+
+        class Loader:
+            def __init__(self):
+                self.cursor = 0
+
+        class WarmupLR(torch.optim.lr_scheduler.StepLR):
+            pass
+
+        class Metric:
+            __module__ = "torchmetrics.classification"
+
+            def __init__(self):
+                self.preds = []
+
+        class Unreadable(str):
+            def __repr__(self):
+                raise RuntimeError("no repr")
+
+        class Holder:
+            pass
+
+        LOADER = Loader()
+
+        def setup(device):
+            lin = nn.Linear(8, 8).to(device)
+            opt = torch.optim.AdamW(lin.parameters(), lr=torch.tensor(0.01), capturable=True)
+            gone = Holder()
+            return {"lin": lin, "opt": opt, "sched": WarmupLR(opt, 1), "loader": LOADER, "metric": Metric(),
+                    "odd": {"name": Unreadable("x"), "proxy": weakref.proxy(gone)}}
+
+        def inputs(i, device):
+            LOADER.cursor += 1
+            return {"x": torch.randn(4, 8, device=device)}
+
+        def step(lin, opt, sched, loader, metric, odd, x):
+            y = lin(x).sum()
+            y.backward()
+            opt.step()
+            sched.step()
+            metric.preds.append(y.detach())
+            return y.detach()
+        """)
+    got = [(f.line, f.message) for f in findings if f.rule == "CG408"]
+    assert [line for line, _ in got] == [line_of(path, "metric.preds.append")], got
+    assert "`metric.preds` (len 1 → len 2" in got[0][1] and "`loader" not in got[0][1] and "`sched" not in got[0][1]
+    assert trace.tracer_error is None
+
+
+def test_python_state_in_dicts_deques_and_numpy_numbers(tmp_path):
+    np = pytest.importorskip("numpy")
+    assert np is not None
+    _, findings, path = run(tmp_path, """
+        import collections
+        import numpy as np
+
+        def setup(device):
+            return {"lin": nn.Linear(8, 8).to(device), "history": {}, "window": collections.deque(maxlen=100),
+                    "counts": {"n": np.int64(0)}}
+
+        def inputs(i, device):
+            return {"x": torch.randn(4, 8, device=device)}
+
+        def step(lin, history, window, counts, x):
+            y = lin(x).sum()
+            counts["n"] += 1
+            history[int(counts["n"])] = {"loss": y.detach()}
+            window.append(float(counts["n"]))
+            return y.detach()
+        """)
+    got = {f.line: f.message for f in findings if f.rule == "CG408"}
+    at_def, at_history = got[line_of(path, "def step(")], got[line_of(path, "history[int(")]
+    assert "`counts['n']` (1 → 2 → 3 → 4)" in at_def and "`window` (len 1 → len 2" in at_def
+    assert "`history` (len 1 → len 2" in at_history and "the graph's own memory" in at_history

@@ -45,13 +45,17 @@ def named_tensors(value: Any, prefix: str, _seen: set[int] | None = None) -> Ite
                 if isinstance(t, torch.Tensor) and id(t) not in seen:
                     seen.add(id(t))
                     yield f"{prefix}.state[{index.get(id(p), '?')}].{key}", t
-        # hyperparameters held as device tensors (a capturable optimizer's lr, betas): a scheduler writes them in
-        # place, so they are state a step changes like any other
+        # hyperparameters held as tensors (a capturable optimizer's lr; betas as a tuple of tensors): a scheduler
+        # writes an lr tensor in place, so they are state a step changes like any other
         for i, group in enumerate(value.param_groups):
-            for key, t in group.items():
-                if key != "params" and isinstance(t, torch.Tensor) and id(t) not in seen:
-                    seen.add(id(t))
-                    yield f"{prefix}.param_groups[{i}].{key}", t
+            for key, v in group.items():
+                if key == "params":
+                    continue
+                named = [(f"[{j}]", t) for j, t in enumerate(v)] if isinstance(v, (tuple, list)) else [("", v)]
+                for suffix, t in named:
+                    if isinstance(t, torch.Tensor) and id(t) not in seen:
+                        seen.add(id(t))
+                        yield f"{prefix}.param_groups[{i}].{key}{suffix}", t
     elif isinstance(value, dict):
         seen.add(id(value))
         for k, v in value.items():

@@ -16,6 +16,7 @@ from cgtool.model.exit_codes import replay_not_compared
 from cgtool.model.job import CAPTURE, CaptureSettings, Job
 from cgtool.model.lint_result import ANALYSED, ERROR, LintResult, ScriptResult
 from cgtool.model.report import CAPTURE_FAILED, WORKER_FAILED, Report
+from cgtool.model.report_parts import TRACER_STOPPED
 from cgtool.model.rules import CROSS_RANK_RULES, GPU_ONLY_RULES
 from cgtool.script.ranks import written_for_ranks
 from cgtool.worker import lifetime
@@ -255,6 +256,8 @@ def script_result(path: str, report: Report, opts: LintOptions, world_of_one: bo
     not_compared = replay_not_compared(report.replay)  # fails the script as it fails `capture` (exit_codes.py)
     if not_compared:
         errors.append(not_compared)
+    # a CPU analysis whose tracer stopped early has no findings past that point: never a silent "0 errors"
+    errors += [s.text for s in report.skipped if s.code == TRACER_STOPPED]
     skipped: list[str] = []
     reason = ""
     if report.device != "cuda":

@@ -82,12 +82,12 @@ class Rebind(Record):
 
 @dataclass(frozen=True)
 class HostChange(Record):
-    """Python state of setup's (a list's or dict's length, a number, flag or string held in a dict, a list, a user
-    object or a module of a class not torch's) that differs after an iteration from the iteration before (recorded
-    by the Tracer's state watch): `path` names it from the step's arguments (`log`, `trainer.step_count`);
-    `before`/`after` are the lengths ("len 3") or values ("2") shown; `frame` is the user's line of the op that
-    made a tensor the step put into the container, else the step's `def` line; `tensors`: a list that grew by
-    tensors."""
+    """Python state of setup's (the length of a list, dict, set or deque; a number, flag or string held in one of
+    them, in a tuple, a user object or a module of a class not torch's) that the step's call changed (recorded by
+    the Tracer's state watch, walked just before the call and after it): `path` names it from the step's arguments
+    (`log`, `trainer.step_count`); `before`/`after` are the lengths ("len 3") or values ("2") shown; `frame` is the
+    user's line of the op of the step that made a tensor the container grew by, else the step's `def` line;
+    `tensors`: the container grew by a tensor the step made (under capture: the graph's own memory)."""
 
     path: str
     before: str

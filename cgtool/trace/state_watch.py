@@ -24,6 +24,7 @@ import inspect
 import sys
 import types
 import weakref
+from collections import deque
 from itertools import islice
 from typing import Any, Iterator
 
@@ -69,7 +70,9 @@ class StateWatch:
         self.roots: list[tuple[str, Any]] | None = None  # the step's state arguments, by parameter name
         self.step_frame = -1  # the step's `def` line (trace frame index), for a rebinding of unknown origin
         self.seen: dict[str, weakref.ref] | None = None  # path -> tensor at the end of the previous iteration
-        self.host_seen: dict[str, str] | None = None  # path -> Python value shown, at the end of the previous one
+        # path -> Python value shown, just before the step's call (after inputs(): what inputs() moves is not the
+        # step's); None once the walk failed (that watch alone is off)
+        self.host_before: dict[str, str] | None = {}
 
     # ---- lifecycle (Tracer.__enter__/__exit__, each iteration's enter/exit) ------------------------------
     def install(self) -> None:
@@ -125,43 +128,61 @@ class StateWatch:
         self._compare_host(it, made, ops)
 
     def _compare_host(self, it: Any, made: dict[int, int], ops: list[OpRecord] | None) -> None:
+        """The Python state now against the walk just before the step's call: each value that moved becomes a
+        HostChange of the iteration."""
+        before = self.host_before
+        self.host_before = {} if before is not None else None
+        if not before:
+            return
+        now = self._walk_host()
+        if now is None:
+            return
+        for path, (shown, value) in now.items():
+            was = before.get(path)
+            if was is None or was == shown:
+                continue
+            frame, made_here = self.step_frame, False
+            if was.startswith("len ") and shown.startswith("len "):  # grew: the op of the step that made a tensor in it
+                k = next((made[id(v)] for v in reversed(_new_tensors(value, int(was[4:]))) if id(v) in made), -1)
+                if ops is not None and 0 <= k < len(ops):
+                    made_here = True
+                    frame = ops[k].frame if ops[k].frame >= 0 else frame
+            it.host_changes.append(HostChange(path, was, shown, frame, made_here))
+        self.tracer.watch_made = any(c.after.startswith("len ") for c in it.host_changes)
+
+    def _walk_host(self) -> dict[str, tuple[str, Any]] | None:
+        """host_values of the roots, muted; None (and this watch off for the run) when the walk fails: an object
+        in the state that cannot be read must not stop the tracer's other checks."""
         t = self.tracer
         t.mute += 1
         try:
-            now = dict(host_values(self.roots or []))
+            return dict(host_values(self.roots or []))
+        except Exception:  # noqa: BLE001 - the user's objects may raise on any access
+            self.host_before = None
+            return None
         finally:
             t.mute -= 1
-        if self.host_seen is not None:
-            for path, (shown, value) in now.items():
-                before = self.host_seen.get(path)
-                if before is None or before == shown:
-                    continue
-                frame, tensors = self.step_frame, False
-                if isinstance(value, list) and before.startswith("len "):  # grew: the op that made a tensor put in it
-                    new = value[int(before[4:]):] if len(value) > int(before[4:]) else []
-                    tensors = any(isinstance(v, Tensor) for v in new)
-                    k = next((made[id(v)] for v in reversed(new) if isinstance(v, Tensor) and id(v) in made), -1)
-                    if ops is not None and 0 <= k < len(ops) and ops[k].frame >= 0:
-                        frame = ops[k].frame
-                it.host_changes.append(HostChange(path, before, shown, frame, tensors))
-        self.host_seen = {path: shown for path, (shown, _) in now.items()}
-        t.watch_made = any(isinstance(c.after, str) and c.after.startswith("len ") for c in it.host_changes)
 
     def on_step(self, script: Script, state: Args) -> None:
-        """STEP_WATCHERS hook: the step's state arguments (once; the harness passes the same state each time)."""
-        if self.roots is not None:
-            return
-        try:
-            step = inspect.unwrap(script.step)
-            code = getattr(step, "__code__", None)
-            names = _positional_names(step, len(state.args))
-            self.roots = [*zip(names, state.args), *state.kwargs.items()]
-            if code is not None:
-                frames = self.tracer.trace.frames
-                self.step_frame = len(frames)
-                frames.append(def_frame(code))
-        except Exception as exc:  # noqa: BLE001 - a watch failure must not reach the user's step
-            self.tracer.fail(exc)
+        """STEP_WATCHERS hook, just before each call of the step: the step's state arguments (once; the harness
+        passes the same state each time), and the Python state as the step finds it."""
+        if self.roots is None:
+            try:
+                step = inspect.unwrap(script.step)
+                code = getattr(step, "__code__", None)
+                names = _positional_names(step, len(state.args))
+                self.roots = [*zip(names, state.args), *state.kwargs.items()]
+                if code is not None:
+                    frames = self.tracer.trace.frames
+                    self.step_frame = len(frames)
+                    frames.append(def_frame(code))
+            except Exception as exc:  # noqa: BLE001 - a watch failure must not reach the user's step
+                self.tracer.fail(exc)
+                return
+        if self.host_before is not None:
+            now = self._walk_host()
+            if now is not None:
+                self.host_before = {path: shown for path, (shown, _) in now.items()}
 
     # ---- RNG calls -----------------------------------------------------------------------------------
     def _wrap(self, real: Any, name: str, kind: str) -> Any:
@@ -214,82 +235,125 @@ def state_tensors(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, Tensor]]:
     stack: list[tuple[str, Any, int]] = [(name, value, 0) for name, value in reversed(roots)]
     while stack and count < _MAX_TENSORS:
         path, value, depth = stack.pop()
-        if isinstance(value, Tensor):
-            count += 1
-            yield path, value
+        try:
+            if isinstance(value, Tensor):
+                count += 1
+                yield path, value
+                continue
+            if id(value) in seen or depth > _MAX_DEPTH:
+                continue
+            seen.add(id(value))
+            if isinstance(value, torch.nn.Module):
+                found = [(f"{prefix}.{k}", v) for prefix, m in value.named_modules(prefix=path)
+                         for group in (m._parameters, m._buffers, m.__dict__)
+                         for k, v in islice(group.items(), _MAX_ENTRIES) if isinstance(v, Tensor)]
+                count += len(found)
+                yield from found
+            else:
+                stack.extend(_children(path, value, depth))
+        except Exception:  # noqa: BLE001 - a dead weakref proxy, an attribute that raises: leave it out
             continue
-        if id(value) in seen or depth > _MAX_DEPTH:
-            continue
-        seen.add(id(value))
-        if isinstance(value, torch.nn.Module):
-            for prefix, m in value.named_modules(prefix=path):
-                for group in (m._parameters, m._buffers, m.__dict__):
-                    for k, v in islice(group.items(), _MAX_ENTRIES):
-                        if isinstance(v, Tensor):
-                            count += 1
-                            yield f"{prefix}.{k}", v
-        else:
-            stack.extend(_children(path, value, depth))
 
 
 def _children(path: str, value: Any, depth: int) -> list[tuple[str, Any, int]]:
-    """(path, value, depth) of a dict's entries (str and int keys), a list's or tuple's items, a user object's
-    attributes; none for anything else."""
+    """(path, value, depth) of a dict's entries (str and int keys), a list's, tuple's or deque's items, a user
+    object's attributes; none for anything else."""
     if isinstance(value, dict):
-        return [(f"{path}[{k!r}]", v, depth + 1) for k, v in list(value.items())[:_MAX_ENTRIES]
+        return [(f"{path}[{k!r}]", v, depth + 1) for k, v in islice(value.items(), _MAX_ENTRIES)
                 if isinstance(k, (str, int))]
-    if isinstance(value, (list, tuple)):
-        return [(f"{path}[{i}]", v, depth + 1) for i, v in enumerate(value[:_MAX_ENTRIES])]
+    if isinstance(value, (list, tuple, deque)):
+        return [(f"{path}[{i}]", v, depth + 1) for i, v in enumerate(islice(value, _MAX_ENTRIES))]
     if _user_object(value):
-        return [(f"{path}.{k}", v, depth + 1) for k, v in list(vars(value).items())[:_MAX_ENTRIES]
+        return [(f"{path}.{k}", v, depth + 1) for k, v in islice(vars(value).items(), _MAX_ENTRIES)
                 if not k.startswith("__")]
     return []
 
 
-_SCALARS = (bool, int, float, str)
-_MODULE_SKIP = frozenset({"training"})  # a module's own flag, set by train()/eval() around steps, not by them
+_SCALARS = (bool, int, float, str, np.generic) if (np := sys.modules.get("numpy")) else (bool, int, float, str)
+# a module's own attributes (nn.Module's __init__ sets them; `training` moves with train()/eval(), not with steps)
+_MODULE_OWN = frozenset(vars(torch.nn.Module()))
 
 
 def host_values(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, tuple[str, Any]]]:
     """(path, (shown, value)) for the Python state reachable from the roots, _MAX_DEPTH deep: the length of each
-    list, dict and set ("len 3"), and each number, flag or string held in one of them, in a user object's attributes
-    or in the public attributes of a module of a class not torch's (`self.calls`). Tensors are state_tensors';
-    torch's own objects (optimizers, schedulers, GradScaler) are not walked: CG402 reads the numbers they pass on."""
+    list, dict, set and deque ("len 3"), and each number, flag or string held in one of them, in a user object's
+    attributes or in the attributes a module of a class not torch's adds to nn.Module's (`self.calls`). Tensors
+    are state_tensors'; torch's own objects (optimizers, schedulers, GradScaler, and the user's subclasses of them)
+    are not walked: CG402 reads the numbers they pass on. An object that raises when read is left out."""
     seen: set[int] = set()
     count = 0
     stack: list[tuple[str, Any, int]] = [(name, value, 0) for name, value in reversed(roots)]
     while stack and count < _MAX_TENSORS:
         path, value, depth = stack.pop()
-        if isinstance(value, Tensor) or value is None:
-            continue
-        if isinstance(value, _SCALARS):
-            if depth > 0:  # the step's own arguments are passed by value
-                count += 1
-                yield path, (repr(value)[:80], value)
-            continue
-        if id(value) in seen or depth > _MAX_DEPTH:
-            continue
-        seen.add(id(value))
-        if isinstance(value, torch.nn.Module):
-            for prefix, m in value.named_modules(prefix=path):
-                if type(m).__module__.startswith("torch"):
-                    continue
-                seen.add(id(m))
-                for k, v in islice(vars(m).items(), _MAX_ENTRIES):
-                    if not k.startswith("_") and k not in _MODULE_SKIP and not isinstance(v, torch.nn.Module):
-                        stack.append((f"{prefix}.{k}", v, depth + 1))
-        else:
-            if isinstance(value, (list, dict, set)):
+        try:
+            if isinstance(value, Tensor) or value is None:
+                continue
+            if isinstance(value, _SCALARS):
+                if depth > 0:  # the step's own arguments are passed by value
+                    count += 1
+                    yield path, (_shown(value), value)
+                continue
+            if id(value) in seen or depth > _MAX_DEPTH:
+                continue
+            seen.add(id(value))
+            if isinstance(value, torch.nn.Module):
+                for prefix, m in value.named_modules(prefix=path):
+                    if _torch_own(m):
+                        continue
+                    seen.add(id(m))
+                    stack.extend((f"{prefix}.{k}", v, depth + 1) for k, v in islice(vars(m).items(), _MAX_ENTRIES)
+                                 if k not in _MODULE_OWN and not isinstance(v, torch.nn.Module))
+                continue
+            if isinstance(value, (list, dict, set, deque)):
                 count += 1
                 yield path, (f"len {len(value)}", value)
             stack.extend(_children(path, value, depth))
+        except Exception:  # noqa: BLE001 - a dead weakref proxy, a container that refuses slices: leave it out
+            continue
+
+
+def _shown(value: Any) -> str:
+    """A Python value as a HostChange shows it: repr, at most 80 characters (a long string is not copied whole)."""
+    if isinstance(value, str):
+        return repr(value[:80])
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**80:
+        return f"<int of {value.bit_length()} bits, ending {value % 10**12}>"
+    item = getattr(value, "item", None)  # a numpy scalar: as the number it holds
+    return repr(item() if callable(item) else value)[:80]
+
+
+def _new_tensors(value: Any, before: int) -> list[Tensor]:
+    """The tensors a container that grew from `before` entries gained: in a list's or deque's new items, a dict's
+    last values (insertion order), one level into a new item that is itself a container (`{"loss": t}`)."""
+    if isinstance(value, dict):
+        new = list(islice(reversed(list(value.values())), max(0, len(value) - before)))
+    elif isinstance(value, (list, deque)):
+        new = list(value)[before:] if len(value) > before else []
+    else:
+        return []
+    found: list[Tensor] = []
+    for v in new[:_MAX_ENTRIES]:
+        inner = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else (v,)
+        found += [t for t in inner if isinstance(t, Tensor)]
+    return found
+
+
+def _torch_own(value: Any) -> bool:
+    """An object of torch's own classes (torch.*, not a package named torch_something or torchvision)."""
+    module = type(value).__module__ or ""
+    return module == "torch" or module.startswith("torch.")
 
 
 def _user_object(value: Any) -> bool:
     """An instance of a class of the user's or a library's (a Trainer, an EMA helper), not torch's own object
     (an optimizer, a GradScaler), nor cgtool's stand-in for one (the CPU run's CUDA events and streams: on the GPU
     they are torch's), a module, a class or a function."""
-    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType)):
+    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType, *_TORCH_STATEFUL)):
         return False
     module = type(value).__module__ or ""
-    return hasattr(value, "__dict__") and module != "builtins" and not module.startswith(("torch", "cgtool."))
+    return hasattr(value, "__dict__") and module != "builtins" and not _torch_own(value) \
+        and not module.startswith("cgtool.")
+
+
+# torch's objects that keep their own state, the user's subclasses of them included (a custom warmup scheduler)
+_TORCH_STATEFUL = (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler, torch.amp.GradScaler)
