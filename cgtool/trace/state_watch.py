@@ -11,10 +11,11 @@
   tensor object becomes a Rebind of the iteration. A path rebound once is watched in the next iteration: whether
   the step reads the old tensor (state that flows between iterations, not a value recomputed before each use),
   and which op made the new one (its line).
-- Python state the step changes: after each iteration the lengths of the lists, dicts and sets reachable from
-  setup's state, and the numbers, flags and strings they and user objects (and modules of classes not torch's)
-  hold, are compared with those after the previous one; each that differs becomes a HostChange of the iteration
-  (a list that grew by tensors names the line of the op that made them).
+- Python state the step changes: just before each call of the step (after inputs()) and after it, the lengths of
+  the lists, dicts, sets and deques reachable from setup's state, and the numbers, flags and strings they, user
+  objects and modules of classes not torch's hold, are compared; each that the call changed becomes a HostChange
+  of the iteration (a container that grew by a tensor the step made names the line of the op that made it).
+The walks themselves are trace/state_walk.py's.
 """
 
 from __future__ import annotations
@@ -24,9 +25,7 @@ import inspect
 import sys
 import types
 import weakref
-from collections import deque
-from itertools import islice
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
@@ -34,6 +33,7 @@ from cgtool.model.trace import CALL, HostChange, OpRecord, Rebind
 from cgtool.script.contract import STEP_WATCHERS, Args, Script
 from cgtool.script.frames import def_frame
 from cgtool.trace.standin_api import TORCH_DIR
+from cgtool.trace.state_walk import HostValue, host_values, new_tensors, state_tensors
 
 Tensor = torch.Tensor
 
@@ -54,9 +54,6 @@ _RNG_CALLS = (
 # loaded, torch.manual_seed is wrapped by torch._disable_dynamo (torch/_compile.py).
 _PLUMBING = (TORCH_DIR + "random.py", TORCH_DIR + "cuda/random.py", TORCH_DIR + "cuda/__init__.py",
              TORCH_DIR + "_compile.py", TORCH_DIR + "_dynamo/eval_frame.py", "/contextlib.py")
-_MAX_DEPTH = 3  # containers below the step's arguments: state['ema'][0] is depth 2
-_MAX_ENTRIES = 1000  # per container
-_MAX_TENSORS = 100_000
 
 
 class StateWatch:
@@ -70,9 +67,9 @@ class StateWatch:
         self.roots: list[tuple[str, Any]] | None = None  # the step's state arguments, by parameter name
         self.step_frame = -1  # the step's `def` line (trace frame index), for a rebinding of unknown origin
         self.seen: dict[str, weakref.ref] | None = None  # path -> tensor at the end of the previous iteration
-        # path -> Python value shown, just before the step's call (after inputs(): what inputs() moves is not the
+        # path -> the Python value just before the step's call (after inputs(): what inputs() moves is not the
         # step's); None once the walk failed (that watch alone is off)
-        self.host_before: dict[str, str] | None = {}
+        self.host_before: dict[str, HostValue] | None = {}
 
     # ---- lifecycle (Tracer.__enter__/__exit__, each iteration's enter/exit) ------------------------------
     def install(self) -> None:
@@ -132,25 +129,23 @@ class StateWatch:
         HostChange of the iteration."""
         before = self.host_before
         self.host_before = {} if before is not None else None
-        if not before:
-            return
-        now = self._walk_host()
-        if now is None:
-            return
-        for path, (shown, value) in now.items():
-            was = before.get(path)
-            if was is None or was == shown:
+        now = self._walk_host() if before else None
+        grew = False
+        for path, v in (now or {}).items():
+            was = before.get(path) if before else None
+            if was is None or was.shown == v.shown:
                 continue
             frame, made_here = self.step_frame, False
-            if was.startswith("len ") and shown.startswith("len "):  # grew: the op of the step that made a tensor in it
-                k = next((made[id(v)] for v in reversed(_new_tensors(value, int(was[4:]))) if id(v) in made), -1)
+            if was.size is not None and v.size is not None and v.size > was.size:  # grew: the op that made a tensor
+                grew = True
+                k = next((made[id(t)] for t in reversed(new_tensors(v.value, was.size)) if id(t) in made), -1)
                 if ops is not None and 0 <= k < len(ops):
                     made_here = True
                     frame = ops[k].frame if ops[k].frame >= 0 else frame
-            it.host_changes.append(HostChange(path, was, shown, frame, made_here))
-        self.tracer.watch_made = any(c.after.startswith("len ") for c in it.host_changes)
+            it.host_changes.append(HostChange(path, was.shown, v.shown, frame, made_here))
+        self.tracer.watch_made = grew
 
-    def _walk_host(self) -> dict[str, tuple[str, Any]] | None:
+    def _walk_host(self) -> dict[str, HostValue] | None:
         """host_values of the roots, muted; None (and this watch off for the run) when the walk fails: an object
         in the state that cannot be read must not stop the tracer's other checks."""
         t = self.tracer
@@ -182,7 +177,7 @@ class StateWatch:
         if self.host_before is not None:
             now = self._walk_host()
             if now is not None:
-                self.host_before = {path: shown for path, (shown, _) in now.items()}
+                self.host_before = now
 
     # ---- RNG calls -----------------------------------------------------------------------------------
     def _wrap(self, real: Any, name: str, kind: str) -> Any:
@@ -224,136 +219,3 @@ def _positional_names(step: Any, n: int) -> list[str]:
     except (TypeError, ValueError):
         params = []
     return [params[i].name if i < len(params) else f"arg{i}" for i in range(n)]
-
-
-def state_tensors(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, Tensor]]:
-    """(path, tensor) for every tensor reachable from the roots: modules (parameters, buffers, tensor
-    attributes, their submodules), dict and list entries and a user object's attributes, _MAX_DEPTH deep.
-    Optimizers and torch's other objects are not walked: they update their own state in place."""
-    seen: set[int] = set()
-    count = 0
-    stack: list[tuple[str, Any, int]] = [(name, value, 0) for name, value in reversed(roots)]
-    while stack and count < _MAX_TENSORS:
-        path, value, depth = stack.pop()
-        try:
-            if isinstance(value, Tensor):
-                count += 1
-                yield path, value
-                continue
-            if id(value) in seen or depth > _MAX_DEPTH:
-                continue
-            seen.add(id(value))
-            if isinstance(value, torch.nn.Module):
-                found = [(f"{prefix}.{k}", v) for prefix, m in value.named_modules(prefix=path)
-                         for group in (m._parameters, m._buffers, m.__dict__)
-                         for k, v in islice(group.items(), _MAX_ENTRIES) if isinstance(v, Tensor)]
-                count += len(found)
-                yield from found
-            else:
-                stack.extend(_children(path, value, depth))
-        except Exception:  # noqa: BLE001 - a dead weakref proxy, an attribute that raises: leave it out
-            continue
-
-
-def _children(path: str, value: Any, depth: int) -> list[tuple[str, Any, int]]:
-    """(path, value, depth) of a dict's entries (str and int keys), a list's, tuple's or deque's items, a user
-    object's attributes; none for anything else."""
-    if isinstance(value, dict):
-        return [(f"{path}[{k!r}]", v, depth + 1) for k, v in islice(value.items(), _MAX_ENTRIES)
-                if isinstance(k, (str, int))]
-    if isinstance(value, (list, tuple, deque)):
-        return [(f"{path}[{i}]", v, depth + 1) for i, v in enumerate(islice(value, _MAX_ENTRIES))]
-    if _user_object(value):
-        return [(f"{path}.{k}", v, depth + 1) for k, v in islice(vars(value).items(), _MAX_ENTRIES)
-                if not k.startswith("__")]
-    return []
-
-
-_SCALARS = (bool, int, float, str, np.generic) if (np := sys.modules.get("numpy")) else (bool, int, float, str)
-# a module's own attributes (nn.Module's __init__ sets them; `training` moves with train()/eval(), not with steps)
-_MODULE_OWN = frozenset(vars(torch.nn.Module()))
-
-
-def host_values(roots: list[tuple[str, Any]]) -> Iterator[tuple[str, tuple[str, Any]]]:
-    """(path, (shown, value)) for the Python state reachable from the roots, _MAX_DEPTH deep: the length of each
-    list, dict, set and deque ("len 3"), and each number, flag or string held in one of them, in a user object's
-    attributes or in the attributes a module of a class not torch's adds to nn.Module's (`self.calls`). Tensors
-    are state_tensors'; torch's own objects (optimizers, schedulers, GradScaler, and the user's subclasses of them)
-    are not walked: CG402 reads the numbers they pass on. An object that raises when read is left out."""
-    seen: set[int] = set()
-    count = 0
-    stack: list[tuple[str, Any, int]] = [(name, value, 0) for name, value in reversed(roots)]
-    while stack and count < _MAX_TENSORS:
-        path, value, depth = stack.pop()
-        try:
-            if isinstance(value, Tensor) or value is None:
-                continue
-            if isinstance(value, _SCALARS):
-                if depth > 0:  # the step's own arguments are passed by value
-                    count += 1
-                    yield path, (_shown(value), value)
-                continue
-            if id(value) in seen or depth > _MAX_DEPTH:
-                continue
-            seen.add(id(value))
-            if isinstance(value, torch.nn.Module):
-                for prefix, m in value.named_modules(prefix=path):
-                    if _torch_own(m):
-                        continue
-                    seen.add(id(m))
-                    stack.extend((f"{prefix}.{k}", v, depth + 1) for k, v in islice(vars(m).items(), _MAX_ENTRIES)
-                                 if k not in _MODULE_OWN and not isinstance(v, torch.nn.Module))
-                continue
-            if isinstance(value, (list, dict, set, deque)):
-                count += 1
-                yield path, (f"len {len(value)}", value)
-            stack.extend(_children(path, value, depth))
-        except Exception:  # noqa: BLE001 - a dead weakref proxy, a container that refuses slices: leave it out
-            continue
-
-
-def _shown(value: Any) -> str:
-    """A Python value as a HostChange shows it: repr, at most 80 characters (a long string is not copied whole)."""
-    if isinstance(value, str):
-        return repr(value[:80])
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**80:
-        return f"<int of {value.bit_length()} bits, ending {value % 10**12}>"
-    item = getattr(value, "item", None)  # a numpy scalar: as the number it holds
-    return repr(item() if callable(item) else value)[:80]
-
-
-def _new_tensors(value: Any, before: int) -> list[Tensor]:
-    """The tensors a container that grew from `before` entries gained: in a list's or deque's new items, a dict's
-    last values (insertion order), one level into a new item that is itself a container (`{"loss": t}`)."""
-    if isinstance(value, dict):
-        new = list(islice(reversed(list(value.values())), max(0, len(value) - before)))
-    elif isinstance(value, (list, deque)):
-        new = list(value)[before:] if len(value) > before else []
-    else:
-        return []
-    found: list[Tensor] = []
-    for v in new[:_MAX_ENTRIES]:
-        inner = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else (v,)
-        found += [t for t in inner if isinstance(t, Tensor)]
-    return found
-
-
-def _torch_own(value: Any) -> bool:
-    """An object of torch's own classes (torch.*, not a package named torch_something or torchvision)."""
-    module = type(value).__module__ or ""
-    return module == "torch" or module.startswith("torch.")
-
-
-def _user_object(value: Any) -> bool:
-    """An instance of a class of the user's or a library's (a Trainer, an EMA helper), not torch's own object
-    (an optimizer, a GradScaler), nor cgtool's stand-in for one (the CPU run's CUDA events and streams: on the GPU
-    they are torch's), a module, a class or a function."""
-    if isinstance(value, (type, types.ModuleType, types.FunctionType, types.MethodType, *_TORCH_STATEFUL)):
-        return False
-    module = type(value).__module__ or ""
-    return hasattr(value, "__dict__") and module != "builtins" and not _torch_own(value) \
-        and not module.startswith("cgtool.")
-
-
-# torch's objects that keep their own state, the user's subclasses of them included (a custom warmup scheduler)
-_TORCH_STATEFUL = (torch.optim.Optimizer, torch.optim.lr_scheduler.LRScheduler, torch.amp.GradScaler)

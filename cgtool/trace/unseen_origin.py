@@ -44,7 +44,7 @@ class UnseenOrigin:
     def mark(self, phase: str, value: Any, is_host: Callable[[Tensor], bool]) -> None:
         """After setup() or inputs(), with what it returned (an Args): the tensors reachable from it that no call was
         seen making, by path (a keyword's name, or "setup[0]" for a positional value)."""
-        from cgtool.trace.state_watch import state_tensors
+        from cgtool.trace.state_walk import state_tensors
 
         if self.seen is None:
             return
