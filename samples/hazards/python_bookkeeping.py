@@ -1,10 +1,11 @@
 """Hazard: the step keeps its own Python bookkeeping — a step counter on a trainer object and a list of losses.
 
 Expected: CG408 (category python-state, warning) at the counter (the step's `def` line: no op makes a number) and
-at the line that puts the loss into the list. Capture and replay work and replay computes what eager computes, but a
-replay runs none of the step's Python: after capture the counter stays where capture left it and the list keeps
-one tensor, the graph's own output memory, overwritten by every replay. Fix: count and log after each replay,
-outside the graph (`graph.replay(); trainer.step_count += 1; losses.append(static_loss.clone())`).
+at the line that puts the loss into the list. Nothing here stops a capture (an SGD step like the clean samples';
+its GPU run, tests/gpu/test_lint_gpu.py, is still to come), but a replay runs none of the step's Python: after
+capture the counter stays where capture left it and the list keeps one tensor, the graph's own output memory,
+overwritten by every replay. Fix: count and log after each replay, outside the graph (`graph.replay();
+trainer.step_count += 1; losses.append(static_loss.clone())`).
 """
 
 import torch
